@@ -1,0 +1,133 @@
+"""Provider metadata read by Airflow's ProvidersManager through the ``apache_airflow_provider`` entry point."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from airflow_provider_training import __version__
+
+
+def get_provider_info() -> dict[str, Any]:
+    return {
+        "package-name": "airflow-provider-training",
+        "name": "Kubeflow Training",
+        "description": (
+            "Submit Kubeflow training jobs (PyTorchJob, TFJob, MPIJob, XGBoostJob, PaddleJob, MXJob, "
+            "JAXJob), wait for them, pack the model as a KitOps ModelKit, push it to an OCI registry "
+            "such as Tencent Container Registry, and deploy it. Runs on a cluster with the Training "
+            "Operator or on the embedded control plane that ships with the provider."
+        ),
+        "versions": [__version__],
+        "integrations": [
+            {
+                "integration-name": "Kubeflow Training Operator",
+                "external-doc-url": "https://www.kubeflow.org/docs/components/trainer/legacy-v1/",
+                "tags": ["software"],
+            },
+            {
+                "integration-name": "KitOps",
+                "external-doc-url": "https://kitops.org/docs/",
+                "tags": ["software"],
+            },
+        ],
+        "operators": [
+            {
+                "integration-name": "Kubeflow Training Operator",
+                "python-modules": ["airflow_provider_training.operators"],
+            },
+        ],
+        "sensors": [
+            {
+                "integration-name": "Kubeflow Training Operator",
+                "python-modules": ["airflow_provider_training.sensors"],
+            },
+        ],
+        "hooks": [
+            {
+                "integration-name": "Kubeflow Training Operator",
+                "python-modules": ["airflow_provider_training.hooks.training"],
+            },
+            {
+                "integration-name": "KitOps",
+                "python-modules": ["airflow_provider_training.hooks.registry"],
+            },
+        ],
+        "triggers": [
+            {
+                "integration-name": "Kubeflow Training Operator",
+                "python-modules": ["airflow_provider_training.triggers"],
+            },
+        ],
+        "connection-types": [
+            {
+                "connection-type": "modelkit_registry",
+                "hook-class-name": "airflow_provider_training.hooks.registry.ModelKitRegistryHook",
+                "hook-name": "ModelKit Registry (OCI / TCR)",
+                "conn-fields": {
+                    "plain_http": {
+                        "label": "Plain HTTP",
+                        "description": "Talk to the registry over http:// (local test registries only).",
+                        "schema": {"type": ["boolean", "null"], "default": False},
+                    },
+                    "tls_verify": {
+                        "label": "Verify TLS",
+                        "description": "Verify the registry's TLS certificate.",
+                        "schema": {"type": ["boolean", "null"], "default": True},
+                    },
+                    "ca_cert": {
+                        "label": "CA certificate (PEM)",
+                        "description": "Extra CA bundle for registries with a private CA.",
+                        "schema": {"type": ["string", "null"], "format": "multiline"},
+                    },
+                },
+                "ui-field-behaviour": {
+                    "hidden-fields": ["schema", "extra"],
+                    "relabeling": {"host": "Registry", "login": "Username", "password": "Password or token"},
+                    "placeholders": {
+                        "host": "ccr.ccs.tencentyun.com or <instance>.tencentcloudcr.com",
+                        "port": "443",
+                    },
+                },
+            },
+        ],
+        "config": {
+            "training": {
+                "description": "Kubeflow training jobs, the embedded control plane and ModelKits.",
+                "options": {
+                    "kubernetes_conn_id": {
+                        "description": (
+                            "Default `kubernetes` connection for training jobs. Empty means the "
+                            "embedded control plane on this machine, started on demand."
+                        ),
+                        "version_added": "0.1.0",
+                        "type": "string",
+                        "example": "kubernetes_default",
+                        "default": "",
+                    },
+                    "embedded_home": {
+                        "description": (
+                            "Data directory of the embedded control plane. Empty means "
+                            "$AIRFLOW_TRAINING_HOME, else ~/.airflow-training."
+                        ),
+                        "version_added": "0.1.0",
+                        "type": "string",
+                        "example": "/var/lib/airflow-training",
+                        "default": "",
+                    },
+                    "job_link_template": {
+                        "description": (
+                            "URL template for the job's extra link; fields {kind}, {plural}, {name}, "
+                            "{namespace}, {uid}. Empty means the API URL of the job."
+                        ),
+                        "version_added": "0.1.0",
+                        "type": "string",
+                        "example": (
+                            "https://console.cloud.tencent.com/tke2/cluster/sub/list/kubeflow.org/"
+                            "{plural}?clusterId=cls-xxxx&ns={namespace}"
+                        ),
+                        "default": "",
+                    },
+                },
+            },
+        },
+    }
