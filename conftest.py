@@ -1,0 +1,28 @@
+"""Session-wide test setup.
+
+Airflow reads AIRFLOW_HOME when it is first imported, so the temporary home is set here, before any
+test module can import it. Shared heavy fixtures (Airflow metadata DB, OCI registry, embedded
+control plane) live in ``tests/fixtures/*.py`` and are loaded as plugins, one instance per session.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+_home = Path(tempfile.mkdtemp(prefix="apt-airflow-home-"))
+os.environ["AIRFLOW_HOME"] = str(_home)
+os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+os.environ.setdefault("AIRFLOW__CORE__DAGS_FOLDER", str(Path(__file__).parent / "dags"))
+os.environ.setdefault("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", f"sqlite:///{_home / 'airflow.db'}")
+os.environ.setdefault("AIRFLOW__CORE__UNIT_TEST_MODE", "True")
+# Keep user state out of tests: the embedded control plane and ModelKit store live under tmp.
+os.environ.setdefault("AIRFLOW_TRAINING_HOME", str(_home / "training"))
+os.environ.setdefault("KITOPS_HOME", str(_home / "kitops"))
+
+pytest_plugins = sorted(
+    f"tests.fixtures.{path.stem}"
+    for path in (Path(__file__).parent / "tests" / "fixtures").glob("*.py")
+    if not path.name.startswith("_")
+)

@@ -1,0 +1,5 @@
+import sys
+
+from airflow_provider_training.cli.main import main
+
+sys.exit(main())
