@@ -14,7 +14,10 @@ from pathlib import Path
 _home = Path(tempfile.mkdtemp(prefix="apt-airflow-home-"))
 os.environ["AIRFLOW_HOME"] = str(_home)
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
-os.environ.setdefault("AIRFLOW__CORE__DAGS_FOLDER", str(Path(__file__).parent / "dags"))
+# Tests write DAG files here (dag.test() only runs DAGs it can find in a bundle); the repository's
+# own dags/ are linked in by the DAG tests themselves.
+(_home / "dags").mkdir()
+os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(_home / "dags")
 os.environ.setdefault("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", f"sqlite:///{_home / 'airflow.db'}")
 os.environ.setdefault("AIRFLOW__CORE__UNIT_TEST_MODE", "True")
 # Keep user state out of tests: the embedded control plane and ModelKit store live under tmp.
