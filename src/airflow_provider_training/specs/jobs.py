@@ -65,7 +65,7 @@ class PyTorchJobSpec(JobSpec):
 class PyTorchJob(TrainingJob):
     KIND = kinds.PYTORCH
     kind: str = "PyTorchJob"
-    spec: PyTorchJobSpec
+    spec: PyTorchJobSpec = PyTorchJobSpec()
 
 
 class TFJobSpec(JobSpec):
@@ -77,7 +77,7 @@ class TFJobSpec(JobSpec):
 class TFJob(TrainingJob):
     KIND = kinds.TENSORFLOW
     kind: str = "TFJob"
-    spec: TFJobSpec
+    spec: TFJobSpec = TFJobSpec()
 
 
 class MPIJobSpec(JobSpec):
@@ -90,7 +90,7 @@ class MPIJobSpec(JobSpec):
 class MPIJob(TrainingJob):
     KIND = kinds.MPI
     kind: str = "MPIJob"
-    spec: MPIJobSpec
+    spec: MPIJobSpec = MPIJobSpec()
 
 
 class XGBoostJobSpec(JobSpec):
@@ -100,7 +100,7 @@ class XGBoostJobSpec(JobSpec):
 class XGBoostJob(TrainingJob):
     KIND = kinds.XGBOOST
     kind: str = "XGBoostJob"
-    spec: XGBoostJobSpec
+    spec: XGBoostJobSpec = XGBoostJobSpec()
 
 
 class PaddleJobSpec(JobSpec):
@@ -111,7 +111,7 @@ class PaddleJobSpec(JobSpec):
 class PaddleJob(TrainingJob):
     KIND = kinds.PADDLE
     kind: str = "PaddleJob"
-    spec: PaddleJobSpec
+    spec: PaddleJobSpec = PaddleJobSpec()
 
 
 class MXJobSpec(JobSpec):
@@ -122,7 +122,7 @@ class MXJobSpec(JobSpec):
 class MXJob(TrainingJob):
     KIND = kinds.MXNET
     kind: str = "MXJob"
-    spec: MXJobSpec
+    spec: MXJobSpec = MXJobSpec()
 
 
 class JAXJobSpec(JobSpec):
@@ -132,7 +132,7 @@ class JAXJobSpec(JobSpec):
 class JAXJob(TrainingJob):
     KIND = kinds.JAX
     kind: str = "JAXJob"
-    spec: JAXJobSpec
+    spec: JAXJobSpec = JAXJobSpec()
 
 
 JOB_CLASSES: dict[str, type[TrainingJob]] = {

@@ -159,7 +159,7 @@ def identify(doc: Document) -> list[Issue]:
     """apiVersion and kind must name one of the training-job kinds."""
     kind = doc.data.get("kind")
     api_version = doc.data.get("apiVersion")
-    if kind not in kinds.KINDS:
+    if not isinstance(kind, str) or kind not in kinds.KINDS:
         supported = ", ".join(kinds.KINDS)
         return [Issue("kind", f'Unsupported value: "{kind}": supported values: {supported}')]
     if api_version != kinds.API_VERSION:
