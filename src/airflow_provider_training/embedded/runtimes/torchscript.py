@@ -53,7 +53,7 @@ def find_model(model_dir: Path) -> Path:
         if kitfile.is_file():
             declared = (yaml.safe_load(kitfile.read_text()) or {}).get("model", {}).get("path")
             if declared and (model_dir / declared).is_file():
-                return model_dir / declared
+                return model_dir / str(declared)
     candidates = sorted(p for p in model_dir.rglob("*") if p.suffix in SUFFIXES and p.is_file())
     if len(candidates) != 1:
         found = ", ".join(str(p.relative_to(model_dir)) for p in candidates) or "none"
