@@ -118,7 +118,11 @@ def _control_plane(h: Home, st: DaemonStatus) -> ControlPlane:
 
 
 def start(
-    home: str | os.PathLike[str] | None = None, *, timeout: float = 30.0, port: int | None = None
+    home: str | os.PathLike[str] | None = None,
+    *,
+    timeout: float = 30.0,
+    port: int | None = None,
+    env: dict[str, str] | None = None,
 ) -> ControlPlane:
     """Start a detached daemon for ``home`` (or return the running one) and wait until it serves."""
     h = Home.at(home)
@@ -139,8 +143,8 @@ def start(
                 stdout=log,
                 stderr=log,
                 start_new_session=True,
+                env={**os.environ, **(env or {})},
                 close_fds=True,
-                cwd=str(h.root),
             )
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -83,7 +83,7 @@ def serve(home: Home, port: int | None = None) -> int:
         return EXIT_ALREADY_RUNNING
     home.pid.write_text(f"{os.getpid()}\n")
     try:
-        store = Store(home.store)
+        store = Store(home.store, event_retention=int(os.environ.get("AIRFLOW_TRAINING_EVENT_RETENTION", "50000")))
     except StoreVersionError as exc:
         log.error("%s", exc)
         home.pid.unlink(missing_ok=True)
@@ -102,7 +102,9 @@ def serve(home: Home, port: int | None = None) -> int:
         await ensure_initial_namespaces(ctx, INITIAL_NAMESPACES)
         controllers = ControllerContext(store=store, home=home)
         tasks = run_controllers(controllers)
-        endpoint = {"pid": os.getpid(), "url": url, "port": bound_port, "started": time.time()}
+        endpoint = {"pid": os.getpid(), "url": url, "port": bound_port, "started": time.time(),
+                    # the default working directory for jobs from kubectl (issue 4's node agent)
+                    "workdir": os.getcwd()}
         tmp = home.endpoint.with_suffix(".tmp")
         tmp.write_text(json.dumps(endpoint))
         os.replace(tmp, home.endpoint)

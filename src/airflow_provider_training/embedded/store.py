@@ -382,7 +382,7 @@ class Store:
                 )
             conn.execute("UPDATE meta SET value=? WHERE key='resource_version'", (str(rv),))
             self._writes_since_compaction += 1
-            if self._writes_since_compaction >= 1000:
+            if self._writes_since_compaction >= min(1000, max(1, self._event_retention // 10)):
                 self._compact(rv)
             conn.execute("COMMIT")
         except BaseException:
