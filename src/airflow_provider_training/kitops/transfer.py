@@ -7,6 +7,7 @@ blobs. Pulled blobs are verified before they enter the store; partial downloads 
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 from dataclasses import dataclass, field
@@ -15,7 +16,7 @@ from typing import Any
 from airflow_provider_training.kitops import mediatypes
 from airflow_provider_training.kitops.reference import DEFAULT_TAG, Reference, parse
 from airflow_provider_training.kitops.registry import ProgressFn, RegistryClient, RegistryError
-from airflow_provider_training.kitops.store import Descriptor, LocalStore
+from airflow_provider_training.kitops.store import Descriptor, LocalStore, StoreError
 from airflow_provider_training.specs.kitfile import Kitfile
 
 log = logging.getLogger(__name__)
@@ -93,7 +94,16 @@ def pull(store: LocalStore, ref: Reference, client: RegistryClient, progress: Pr
         if store.has_blob(blob.digest):
             continue
         partial = store.ingest / (blob.digest.split(":", 1)[1] + ".partial")
-        client.fetch_blob(ref.repository, blob.digest, blob.size, partial, progress)
+        try:
+            client.fetch_blob(ref.repository, blob.digest, blob.size, partial, progress)
+        except OSError as exc:
+            partial.unlink(missing_ok=True)
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise StoreError(
+                    f"not enough disk space in the ModelKit store {store.root} to pull {ref} ({exc.strerror}); "
+                    "free space or point KITOPS_HOME at a larger disk. Nothing was tagged."
+                ) from exc
+            raise
         store.adopt_blob(partial, blob.digest)
         received += blob.size
     store.put_bytes(data)
