@@ -25,14 +25,18 @@ def make_tree(root: Path, files: dict[str, bytes | str]) -> Path:
 
 @pytest.fixture
 def model_dir(tmp_path: Path) -> Path:
-    return make_tree(tmp_path / "ctx", {
-        "Kitfile": "manifestVersion: 1.0.0\npackage:\n  name: mnist\nmodel:\n  name: mnist\n  path: model\n"
-                   "code:\n  - path: src\ndatasets:\n  - name: train\n    path: data/train.csv\n",
-        "model/weights.bin": bytes(range(256)) * 4000,
-        "model/config.json": '{"layers": 3}',
-        "src/train.py": "print('hi')\n",
-        "data/train.csv": "a,b\n1,2\n",
-    })
+    return make_tree(
+        tmp_path / "ctx",
+        {
+            "Kitfile": "manifestVersion: 1.0.0\npackage:\n  name: mnist\n"
+            "model:\n  name: mnist\n  path: model\n"
+            "code:\n  - path: src\ndatasets:\n  - name: train\n    path: data/train.csv\n",
+            "model/weights.bin": bytes(range(256)) * 4000,
+            "model/config.json": '{"layers": 3}',
+            "src/train.py": "print('hi')\n",
+            "data/train.csv": "a,b\n1,2\n",
+        },
+    )
 
 
 @pytest.fixture
@@ -43,8 +47,13 @@ def client_for() -> Callable[..., RegistryClient]:
         cred = None
         if getattr(reg, "username", None):
             cred = Credential(reg.username, password if password is not None else reg.password)  # type: ignore[attr-defined]
-        options = RegistryOptions(plain_http=reg.plain_http, ca_cert=str(reg.ca_cert) if reg.ca_cert else None,  # type: ignore[attr-defined]
-                                  backoff=0.05, backoff_max=0.5, **opts)  # type: ignore[arg-type]
+        options = RegistryOptions(
+            plain_http=reg.plain_http,
+            ca_cert=str(reg.ca_cert) if reg.ca_cert else None,  # type: ignore[attr-defined]
+            backoff=0.05,
+            backoff_max=0.5,
+            **opts,
+        )  # type: ignore[arg-type]
         c = RegistryClient(reg.host, cred, options)  # type: ignore[attr-defined]
         clients.append(c)
         return c

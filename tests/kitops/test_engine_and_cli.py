@@ -24,8 +24,10 @@ def fake_kit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Pat
     log = tmp_path / "kit-calls.jsonl"
     exe = tmp_path / "bin" / "kit"
     exe.parent.mkdir()
-    exe.write_text(f"#!{sys.executable}\nimport sys\nsys.path[:0] = {[str(ROOT / 'src'), str(ROOT)]!r}\n"
-                   f"from tests.kitops.fake_kit import main\nsys.exit(main(sys.argv[1:]))\n")
+    exe.write_text(
+        f"#!{sys.executable}\nimport sys\nsys.path[:0] = {[str(ROOT / 'src'), str(ROOT)]!r}\n"
+        f"from tests.kitops.fake_kit import main\nsys.exit(main(sys.argv[1:]))\n"
+    )
     exe.chmod(0o755)
     monkeypatch.setenv("FAKE_KIT_LOG", str(log))
     monkeypatch.setenv("KITOPS_HOME", str(tmp_path / "kithome"))
@@ -45,7 +47,7 @@ def _engines(fake_kit: tuple[Path, Path]) -> list[KitEngine]:
 
 
 def test_engine_pack_login_push_inspect(fake_kit, registry_basic, model_dir, tmp_path):
-    exe, log = fake_kit
+    _, log = fake_kit
     ref = f"{registry_basic.host}/ml-models/engine:v1"
     for engine in _engines(fake_kit):
         digest = engine.pack(model_dir, ref)
@@ -83,8 +85,14 @@ def test_engine_failure_and_missing_binary(fake_kit, monkeypatch):
 
 def _cli(args: list[str], home: Path, stdin: str = "") -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "KITOPS_HOME": str(home), "PYTHONPATH": f"{ROOT / 'src'}:{ROOT}"}
-    return subprocess.run([sys.executable, "-m", "airflow_provider_training.cli", "kit", *args], input=stdin,
-                          capture_output=True, text=True, env=env, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "airflow_provider_training.cli", "kit", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
 
 
 def test_cli_end_to_end(registry_token, model_dir, tmp_path):
@@ -93,11 +101,17 @@ def test_cli_end_to_end(registry_token, model_dir, tmp_path):
     res = _cli(["pack", str(model_dir), "-t", ref], home)
     assert res.returncode == 0, res.stderr
     digest = res.stdout.split()[-1]
-    bad = _cli(["login", registry_token.host, "-u", registry_token.username, "--password-stdin", "--plain-http"],
-               home, stdin="wrong\n")
+    bad = _cli(
+        ["login", registry_token.host, "-u", registry_token.username, "--password-stdin", "--plain-http"],
+        home,
+        stdin="wrong\n",
+    )
     assert bad.returncode == 1 and "authentication" in bad.stderr and "wrong" not in bad.stderr
-    ok = _cli(["login", registry_token.host, "-u", registry_token.username, "--password-stdin", "--plain-http"],
-              home, stdin=registry_token.password + "\n")
+    ok = _cli(
+        ["login", registry_token.host, "-u", registry_token.username, "--password-stdin", "--plain-http"],
+        home,
+        stdin=registry_token.password + "\n",
+    )
     assert ok.returncode == 0, ok.stderr
     creds = json.loads((home / "credentials.json").read_text())
     assert registry_token.host in creds["auths"]

@@ -21,10 +21,13 @@ KIB = 1024
 
 
 def _big_model(tmp_path: Path, size: int = 3 * 1024 * KIB) -> Path:
-    return make_tree(tmp_path / "big", {
-        "Kitfile": "manifestVersion: 1.0.0\nmodel:\n  path: model\n",
-        "model/weights.bin": bytes(i % 251 for i in range(size)),
-    })
+    return make_tree(
+        tmp_path / "big",
+        {
+            "Kitfile": "manifestVersion: 1.0.0\nmodel:\n  path: model\n",
+            "model/weights.bin": bytes(i % 251 for i in range(size)),
+        },
+    )
 
 
 def test_registry_killed_mid_push_resumes_and_completes(registry_factory, client_for, store, tmp_path):
@@ -98,8 +101,11 @@ def test_corrupted_blob_is_detected_on_pull(registry_factory, client_for, store,
 def tiny_disk(tmp_path: Path):
     mount = tmp_path / "tiny"
     mount.mkdir()
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mount)],
-                          capture_output=True, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mount)],
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
+    )
     if proc.returncode != 0:
         pytest.skip(f"cannot mount a small tmpfs here (needs root): {proc.stderr.decode().strip()}")
     yield mount
@@ -108,7 +114,9 @@ def tiny_disk(tmp_path: Path):
 
 def test_disk_full_during_pack_is_clear_and_store_consistent(tiny_disk, tmp_path):
     store = LocalStore(tiny_disk / "home")
-    small = make_tree(tmp_path / "small", {"Kitfile": "manifestVersion: 1.0.0\nmodel:\n  path: m\n", "m/w": "ok"})
+    small = make_tree(
+        tmp_path / "small", {"Kitfile": "manifestVersion: 1.0.0\nmodel:\n  path: m\n", "m/w": "ok"}
+    )
     packmod.pack(small, reference=parse("localhost/small:v1"), store=store)
     before = sorted(p.name for p in store.root.iterdir())
     ctx = _big_model(tmp_path, 2048 * KIB)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import yaml
 
 from airflow_provider_training.specs.kitfile import Kitfile, KitfileError, check, go_float
 
-DATA = Path("/work/shared/testdata/kitops")
+DATA = Path(os.environ.get("KITOPS_TESTDATA", "/work/shared/testdata/kitops"))
 PARAMS = sorted((DATA / "kitops-v1.7.0/parameters").glob("*.yaml"))
 VALIDATION = sorted((DATA / "kitops-upstream-2026/validation").glob("*.yaml"))
 
@@ -37,7 +38,8 @@ def test_validation_cases(case: Path) -> None:
 def test_scalars_keep_literal_text_like_yaml_v3() -> None:
     kf = Kitfile.from_yaml(
         "manifestVersion: 1.0\npackage:\n  version: 1.10\n  name: yes\nmodel:\n  path: m\n  parameters:\n"
-        "    a: yes\n    b: 010\n    c: 0o17\n    d: 1.2e+3\n    e: 2024-01-02\n    f: ~\n    g: 0xFF\n    h: '<&>'\n"
+        "    a: yes\n    b: 010\n    c: 0o17\n    d: 1.2e+3\n    e: 2024-01-02\n"
+        "    f: ~\n    g: 0xFF\n    h: '<&>'\n"
     )
     assert kf.manifest_version == "1.0"
     assert kf.package.version == "1.10"
@@ -64,14 +66,27 @@ def test_inf_parameter_aborts_like_go_json() -> None:
         kf.to_config_json()
 
 
-@pytest.mark.parametrize(("value", "text"), [(12.3, "12.3"), (1200.0, "1200"), (1e-7, "1e-7"), (1e21, "1e+21"),
-                                             (1e20, "100000000000000000000"), (1e-6, "0.000001"), (-0.0, "-0")])
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (12.3, "12.3"),
+        (1200.0, "1200"),
+        (1e-7, "1e-7"),
+        (1e21, "1e+21"),
+        (1e20, "100000000000000000000"),
+        (1e-6, "0.000001"),
+        (-0.0, "-0"),
+    ],
+)
 def test_go_float_formatting(value: float, text: str) -> None:
     assert go_float(value) == text
 
 
 def test_empty_kitfile_config_keeps_package() -> None:
-    assert Kitfile.from_yaml("manifestVersion: 1.0.0\n").to_config_json() == b'{"manifestVersion":"1.0.0","package":{}}'
+    assert (
+        Kitfile.from_yaml("manifestVersion: 1.0.0\n").to_config_json()
+        == b'{"manifestVersion":"1.0.0","package":{}}'
+    )
 
 
 def test_docs_path_is_always_emitted_and_yaml_roundtrips() -> None:

@@ -24,9 +24,10 @@ from airflow_provider_training.kitops.tarlayer import Entry, header_blocks, writ
 from airflow_provider_training.kitops.unpack import UnsafePathError, extract_layer, unpack
 from tests.kitops.conftest import make_tree
 
-DATA = Path("/work/shared/testdata/kitops")
-PACK_CASES = sorted((DATA / "kitops-v1.7.0/pack-unpack").glob("*.yaml")) + [
-    DATA / "kitops-2026-01-fork-arnab2001/test_pack-model-with-prompts.yaml"
+DATA = Path(os.environ.get("KITOPS_TESTDATA", "/work/shared/testdata/kitops"))
+PACK_CASES = [
+    *sorted((DATA / "kitops-v1.7.0/pack-unpack").glob("*.yaml")),
+    DATA / "kitops-2026-01-fork-arnab2001/test_pack-model-with-prompts.yaml",
 ]
 GEN_CASES = sorted((DATA / "kitops-v1.7.0/kitfile-generation").glob("*.yaml"))
 
@@ -49,7 +50,9 @@ def test_pack_unpack_cases(case: Path, tmp_path: Path, store: LocalStore) -> Non
     packmod.pack(ctx, reference=ref, store=store)
     out = unpack(store, ref, tmp_path / "out")
     unpacked = sorted(
-        str(p.relative_to(out.directory)) for p in out.directory.rglob("*") if p.is_file() and p.name != "Kitfile"
+        str(p.relative_to(out.directory))
+        for p in out.directory.rglob("*")
+        if p.is_file() and p.name != "Kitfile"
     )
     assert unpacked == sorted(files)
 
@@ -109,8 +112,12 @@ def test_layer_is_readable_unpadded_and_deterministic(tmp_path: Path) -> None:
     assert len(raw) == 512 * (4 + 2 + 1 + 2)
     with tarfile.open(fileobj=io.BytesIO(raw)) as tar:
         members = [(m.name, m.mode, m.uid, m.mtime) for m in tar]
-    assert members == [("model", 0o755, 1000, 0), ("model/a.bin", 0o600, 1000, 0),
-                       ("model/sub", 0o755, 1000, 0), ("model/sub/b.txt", 0o644, 1000, 0)]
+    assert members == [
+        ("model", 0o755, 1000, 0),
+        ("model/a.bin", 0o600, 1000, 0),
+        ("model/sub", 0o755, 1000, 0),
+        ("model/sub/b.txt", 0o644, 1000, 0),
+    ]
     listing = subprocess.run(["tar", "tf", "-"], input=raw, capture_output=True, check=True).stdout.decode()
     assert listing.split() == ["model", "model/a.bin", "model/sub", "model/sub/b.txt"]
     again = io.BytesIO()
@@ -119,9 +126,13 @@ def test_layer_is_readable_unpadded_and_deterministic(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("compression", ["gzip", "gzip-fastest", "zstd"])
 def test_compressed_layers_keep_diff_id(compression: str, tmp_path: Path, store: LocalStore) -> None:
-    ctx = make_tree(tmp_path / "c", {"Kitfile": "manifestVersion: 1.0.0\nmodel:\n  path: m\n", "m/w": b"w" * 5000})
+    ctx = make_tree(
+        tmp_path / "c", {"Kitfile": "manifestVersion: 1.0.0\nmodel:\n  path: m\n", "m/w": b"w" * 5000}
+    )
     plain = packmod.pack(ctx, reference=parse("localhost/p:none"), store=store)
-    packed = packmod.pack(ctx, reference=parse(f"localhost/p:{compression}"), store=store, compression=compression)
+    packed = packmod.pack(
+        ctx, reference=parse(f"localhost/p:{compression}"), store=store, compression=compression
+    )
     assert packed.layers[0].diff_id == plain.layers[0].diff_id
     assert packed.layers[0].digest != plain.layers[0].digest
     suffix = "+zstd" if compression == "zstd" else "+gzip"
@@ -130,7 +141,9 @@ def test_compressed_layers_keep_diff_id(compression: str, tmp_path: Path, store:
     assert (out.directory / "m/w").read_bytes() == b"w" * 5000
     if compression.startswith("gzip"):
         head = store.read_blob(packed.layers[0].digest)[:10]
-        assert head == b"\x1f\x8b\x08\x00\x00\x00\x00\x00" + bytes([4 if compression == "gzip-fastest" else 0, 255])
+        assert head == b"\x1f\x8b\x08\x00\x00\x00\x00\x00" + bytes(
+            [4 if compression == "gzip-fastest" else 0, 255]
+        )
 
 
 def test_manifest_and_config_shape(model_dir: Path, store: LocalStore) -> None:
@@ -138,7 +151,10 @@ def test_manifest_and_config_shape(model_dir: Path, store: LocalStore) -> None:
     manifest = json.loads(res.manifest)
     assert list(manifest) == ["schemaVersion", "artifactType", "config", "layers", "annotations"]
     assert [layer["annotations"]["org.cncf.model.filepath"] for layer in manifest["layers"]] == [
-        "model", "src", "data/train.csv"]
+        "model",
+        "src",
+        "data/train.csv",
+    ]
     assert manifest["annotations"]["ml.kitops.modelkit.cli-version"].startswith("airflow-provider-training/")
     assert b" " not in res.manifest
     config = json.loads(store.read_blob(manifest["config"]["digest"]))
@@ -170,10 +186,14 @@ def test_store_layout_is_kits(model_dir: Path, store: LocalStore) -> None:
 
 def test_model_reference_packs_no_model_layer(model_dir: Path, store: LocalStore, tmp_path: Path) -> None:
     packmod.pack(model_dir, reference=parse("localhost/base:v1"), store=store)
-    child = make_tree(tmp_path / "child", {
-        "Kitfile": "manifestVersion: 1.0.0\nmodel:\n  path: localhost/base:v1\n  parts:\n    - path: adapter\n",
-        "adapter/lora.bin": "lora",
-    })
+    child = make_tree(
+        tmp_path / "child",
+        {
+            "Kitfile": "manifestVersion: 1.0.0\nmodel:\n  path: localhost/base:v1\n"
+            "  parts:\n    - path: adapter\n",
+            "adapter/lora.bin": "lora",
+        },
+    )
     res = packmod.pack(child, reference=parse("localhost/child:v1"), store=store)
     assert [layer.kind for layer in res.layers] == ["modelpart"]
     out = unpack(store, parse("localhost/child:v1"), tmp_path / "out")
@@ -192,16 +212,24 @@ def _evil_tar(name: str, kind: bytes = tarfile.REGTYPE, link: str = "") -> bytes
     return buf.getvalue()
 
 
-@pytest.mark.parametrize(("name", "kind", "link"), [
-    ("../escape.txt", tarfile.REGTYPE, ""),
-    ("/etc/evil", tarfile.REGTYPE, ""),
-    ("a/../../x", tarfile.REGTYPE, ""),
-    ("link", tarfile.SYMTYPE, "/etc/passwd"),
-])
+@pytest.mark.parametrize(
+    ("name", "kind", "link"),
+    [
+        ("../escape.txt", tarfile.REGTYPE, ""),
+        ("/etc/evil", tarfile.REGTYPE, ""),
+        ("a/../../x", tarfile.REGTYPE, ""),
+        ("link", tarfile.SYMTYPE, "/etc/passwd"),
+    ],
+)
 def test_unpack_refuses_unsafe_entries(name: str, kind: bytes, link: str, tmp_path: Path) -> None:
     with pytest.raises(UnsafePathError):
-        extract_layer(io.BytesIO(_evil_tar(name, kind, link)), "application/vnd.kitops.modelkit.code.v1.tar",
-                      tmp_path / "dest", False, False)
+        extract_layer(
+            io.BytesIO(_evil_tar(name, kind, link)),
+            "application/vnd.kitops.modelkit.code.v1.tar",
+            tmp_path / "dest",
+            False,
+            False,
+        )
     assert not (tmp_path / "escape.txt").exists()
 
 
@@ -211,8 +239,13 @@ def test_unpack_refuses_symlink_escape_on_disk(tmp_path: Path) -> None:
     (tmp_path / "outside").mkdir()
     (dest / "model").symlink_to(tmp_path / "outside")
     with pytest.raises(UnsafePathError, match="symlink"):
-        extract_layer(io.BytesIO(_evil_tar("model/x")), "application/vnd.kitops.modelkit.model.v1.tar",
-                      dest, False, False)
+        extract_layer(
+            io.BytesIO(_evil_tar("model/x")),
+            "application/vnd.kitops.modelkit.model.v1.tar",
+            dest,
+            False,
+            False,
+        )
     assert not (tmp_path / "outside/x").exists()
 
 

@@ -61,7 +61,7 @@ def test_wrong_password_is_a_clear_error_and_stores_nothing(fixture, request, cl
     assert "wrong-password" not in str(err.value)
     assert "check the username and password" in str(err.value)
     good = client_for(reg)
-    with pytest.raises(Exception, match="not|404|unknown"):
+    with pytest.raises(Exception, match=r"not|404|unknown"):
         good.get_manifest("ml-models/denied", "v1")
 
 

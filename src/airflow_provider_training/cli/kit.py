@@ -31,8 +31,14 @@ def progress_bar(description: str, total: int | None) -> Iterator[Callable[[int]
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 
-    with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(), TransferSpeedColumn(),
-                  console=Console(stderr=True), transient=True) as bar:
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as bar:
         task = bar.add_task(description, total=total)
         yield lambda n: bar.advance(task, n)
 
@@ -101,15 +107,25 @@ def register(subparsers: Any) -> None:
 
 
 def _client(args: argparse.Namespace, registry: str) -> Any:
-    return api.make_client(registry, plain_http=args.plain_http, tls_verify=args.tls_verify, ca_cert=args.tls_cert)
+    return api.make_client(
+        registry, plain_http=args.plain_http, tls_verify=args.tls_verify, ca_cert=args.tls_cert
+    )
 
 
 def _guard(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
         try:
             return fn(args)
-        except (KitfileError, ReferenceError, RegistryError, StoreError, UnpackError, UnsafePathError,
-                FileNotFoundError, ValueError) as exc:
+        except (
+            KitfileError,
+            ReferenceError,
+            RegistryError,
+            StoreError,
+            UnpackError,
+            UnsafePathError,
+            FileNotFoundError,
+            ValueError,
+        ) as exc:
             print(f"Error: {exc}", file=sys.stderr)
             return 1
 
@@ -121,8 +137,9 @@ def _guard(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namesp
 def cmd_pack(args: argparse.Namespace) -> int:
     ref = parse(args.tag, default_tag=DEFAULT_TAG) if args.tag else None
     with progress_bar("packing", None) as progress:
-        res = packmod.pack(args.directory, kitfile=args.file, reference=ref, compression=args.compression,
-                           progress=progress)
+        res = packmod.pack(
+            args.directory, kitfile=args.file, reference=ref, compression=args.compression, progress=progress
+        )
     print(f"Model saved: {res.digest}")
     return 0
 
@@ -178,8 +195,14 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 @_guard
 def cmd_login(args: argparse.Namespace) -> int:
     password = sys.stdin.read().rstrip("\r\n")
-    api.login(args.registry, args.username, password, plain_http=args.plain_http, tls_verify=args.tls_verify,
-              ca_cert=args.tls_cert)
+    api.login(
+        args.registry,
+        args.username,
+        password,
+        plain_http=args.plain_http,
+        tls_verify=args.tls_verify,
+        ca_cert=args.tls_cert,
+    )
     print("Log in successful")
     return 0
 
@@ -202,9 +225,16 @@ def cmd_list(args: argparse.Namespace) -> int:
         config = json.loads(store.read_blob(manifest["config"]["digest"]))
         size = sum(layer["size"] for layer in manifest.get("layers") or []) + manifest["config"]["size"]
         repo = kit.repo_key if kit.repo_key != packmod.UNTAGGED_REPO else "<none>"
-        rows.append({"repo": repo, "digest": kit.descriptor.digest, "tags": list(kit.tags),
-                     "modelName": (config.get("model") or {}).get("name", ""), "size": _human(size),
-                     "author": ", ".join((config.get("package") or {}).get("authors") or [])})
+        rows.append(
+            {
+                "repo": repo,
+                "digest": kit.descriptor.digest,
+                "tags": list(kit.tags),
+                "modelName": (config.get("model") or {}).get("name", ""),
+                "size": _human(size),
+                "author": ", ".join((config.get("package") or {}).get("authors") or []),
+            }
+        )
     if args.format == "json":
         for row in rows:
             print(json.dumps(row))

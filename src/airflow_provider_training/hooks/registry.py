@@ -43,11 +43,13 @@ class ModelKitRegistryHook(BaseHook):
         host = (conn.host or "").strip()
         for scheme in ("https://", "http://"):
             if host.startswith(scheme):
-                host = host[len(scheme):]
+                host = host[len(scheme) :]
         host = host.rstrip("/")
         if not host:
-            raise ValueError(f"connection {self.registry_conn_id!r} has no host (set it to the registry, "
-                             "e.g. ccr.ccs.tencentyun.com)")
+            raise ValueError(
+                f"connection {self.registry_conn_id!r} has no host (set it to the registry, "
+                "e.g. ccr.ccs.tencentyun.com)"
+            )
         return f"{host}:{conn.port}" if conn.port and ":" not in host else host
 
     @property
@@ -72,8 +74,13 @@ class ModelKitRegistryHook(BaseHook):
     def get_conn(self, registry: str | None = None) -> RegistryClient:
         """A client for ``registry`` (default: the connection's host) with the connection's credentials."""
         opts = self.options
-        return make_client(registry or self.registry, plain_http=opts["plain_http"], tls_verify=opts["tls_verify"],
-                           ca_cert=opts["ca_cert"], credential=self.credential)
+        return make_client(
+            registry or self.registry,
+            plain_http=opts["plain_http"],
+            tls_verify=opts["tls_verify"],
+            ca_cert=opts["ca_cert"],
+            credential=self.credential,
+        )
 
     def test_connection(self) -> tuple[bool, str]:
         try:

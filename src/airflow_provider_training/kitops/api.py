@@ -8,9 +8,16 @@ from airflow_provider_training.kitops.credentials import Credential, load_creden
 from airflow_provider_training.kitops.registry import AuthenticationError, RegistryClient, RegistryOptions
 
 
-def make_client(registry: str, *, plain_http: bool = False, tls_verify: bool = True, ca_cert: str | None = None,
-                credential: Credential | None = None, home: Path | None = None,
-                options: RegistryOptions | None = None) -> RegistryClient:
+def make_client(
+    registry: str,
+    *,
+    plain_http: bool = False,
+    tls_verify: bool = True,
+    ca_cert: str | None = None,
+    credential: Credential | None = None,
+    home: Path | None = None,
+    options: RegistryOptions | None = None,
+) -> RegistryClient:
     """A client for ``registry`` with explicit credentials, else those stored by ``login``/Docker."""
     opts = options or RegistryOptions()
     opts.plain_http, opts.tls_verify, opts.ca_cert = plain_http, tls_verify, ca_cert
@@ -18,13 +25,22 @@ def make_client(registry: str, *, plain_http: bool = False, tls_verify: bool = T
     return RegistryClient(registry, cred, opts)
 
 
-def login(registry: str, username: str, password: str, *, plain_http: bool = False, tls_verify: bool = True,
-          ca_cert: str | None = None, home: Path | None = None) -> Path:
+def login(
+    registry: str,
+    username: str,
+    password: str,
+    *,
+    plain_http: bool = False,
+    tls_verify: bool = True,
+    ca_cert: str | None = None,
+    home: Path | None = None,
+) -> Path:
     """Verify the credentials against the registry, then store them in kit's credentials.json."""
     if not password:
         raise AuthenticationError("an empty password was given (pass it on stdin with --password-stdin)")
     cred = Credential(username, password) if username else Credential(identity_token=password)
-    with make_client(registry, plain_http=plain_http, tls_verify=tls_verify, ca_cert=ca_cert,
-                     credential=cred, home=home) as client:
+    with make_client(
+        registry, plain_http=plain_http, tls_verify=tls_verify, ca_cert=ca_cert, credential=cred, home=home
+    ) as client:
         client.ping()
     return save_credential(registry, cred, home)

@@ -29,7 +29,9 @@ class Credential:
 
 
 def _key(registry: str) -> str:
-    return DOCKER_HUB_KEY if registry in ("docker.io", "registry-1.docker.io", "index.docker.io") else registry
+    return (
+        DOCKER_HUB_KEY if registry in ("docker.io", "registry-1.docker.io", "index.docker.io") else registry
+    )
 
 
 def credentials_file(home: Path | None = None) -> Path:
@@ -52,8 +54,12 @@ def _from_entry(entry: dict[str, Any]) -> Credential | None:
 def _from_helper(helper: str, registry: str) -> Credential | None:
     try:
         out = subprocess.run(
-            [f"docker-credential-{helper}", "get"], input=_key(registry), capture_output=True, text=True,
-            timeout=30, check=False,
+            [f"docker-credential-{helper}", "get"],
+            input=_key(registry),
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
@@ -91,7 +97,9 @@ def load_credential(registry: str, home: Path | None = None) -> Credential | Non
     cred = _lookup(credentials_file(home), registry)
     if cred:
         return cred
-    docker_dir = Path(os.environ["DOCKER_CONFIG"]) if os.environ.get("DOCKER_CONFIG") else Path.home() / ".docker"
+    docker_dir = (
+        Path(os.environ["DOCKER_CONFIG"]) if os.environ.get("DOCKER_CONFIG") else Path.home() / ".docker"
+    )
     return _lookup(docker_dir / "config.json", registry)
 
 
@@ -106,7 +114,9 @@ def save_credential(registry: str, cred: Credential, home: Path | None = None) -
         data = {}
     auths = data.setdefault("auths", {})
     if cred.username:
-        auths[_key(registry)] = {"auth": base64.b64encode(f"{cred.username}:{cred.password}".encode()).decode()}
+        auths[_key(registry)] = {
+            "auth": base64.b64encode(f"{cred.username}:{cred.password}".encode()).decode()
+        }
     else:
         auths[_key(registry)] = {"identitytoken": cred.identity_token or cred.password}
     fd, tmp = tempfile.mkstemp(prefix=".credentials-", dir=path.parent)

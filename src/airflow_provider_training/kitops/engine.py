@@ -46,8 +46,15 @@ class KitEngine:
         env = dict(os.environ)
         if self.home:
             env["KITOPS_HOME"] = str(self.home)
-        proc = subprocess.run(argv, input=stdin if stdin is not None else "", capture_output=True, text=True,
-                              env=env, timeout=self.timeout, check=False)
+        proc = subprocess.run(
+            argv,
+            input=stdin if stdin is not None else "",
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=self.timeout,
+            check=False,
+        )
         if proc.returncode != 0:
             msg = (proc.stderr or proc.stdout).strip().replace("[ERROR] ", "")
             raise KitEngineError(f"kit {args[0]} failed (exit {proc.returncode}): {msg[-2000:]}")
@@ -62,8 +69,13 @@ class KitEngine:
             out.append("--tls-verify=false")
         return out
 
-    def pack(self, directory: str | Path, reference: str, kitfile: str | Path | None = None,
-             compression: str = "none") -> str:
+    def pack(
+        self,
+        directory: str | Path,
+        reference: str,
+        kitfile: str | Path | None = None,
+        compression: str = "none",
+    ) -> str:
         args = ["pack", str(directory), "-t", reference, "--compression", compression, "--progress", "none"]
         stdin = None
         if kitfile is not None:
@@ -83,15 +95,30 @@ class KitEngine:
     def pull(self, reference: str, plain_http: bool = False, tls_verify: bool = True) -> str:
         return self.run(["pull", reference, "--progress", "none", *self._net(plain_http, tls_verify)])
 
-    def unpack(self, reference: str, directory: str | Path, filters: Sequence[str] = (),
-               plain_http: bool = False, tls_verify: bool = True) -> None:
-        args = ["unpack", reference, "-d", str(directory), "--progress", "none", *self._net(plain_http, tls_verify)]
+    def unpack(
+        self,
+        reference: str,
+        directory: str | Path,
+        filters: Sequence[str] = (),
+        plain_http: bool = False,
+        tls_verify: bool = True,
+    ) -> None:
+        args = [
+            "unpack",
+            reference,
+            "-d",
+            str(directory),
+            "--progress",
+            "none",
+            *self._net(plain_http, tls_verify),
+        ]
         for f in filters:
             args += ["--filter", f]
         self.run(args)
 
-    def inspect(self, reference: str, remote: bool = False, plain_http: bool = False,
-                tls_verify: bool = True) -> dict[str, Any]:
+    def inspect(
+        self, reference: str, remote: bool = False, plain_http: bool = False, tls_verify: bool = True
+    ) -> dict[str, Any]:
         args = ["inspect", reference, "--progress", "none"]
         if remote:
             args += ["--remote", *self._net(plain_http, tls_verify)]
@@ -102,10 +129,22 @@ class KitEngine:
             raise KitEngineError(f"kit inspect printed something that is not JSON: {out[:200]!r}") from exc
         return data
 
-    def login(self, registry: str, username: str, password: str, plain_http: bool = False,
-              tls_verify: bool = True) -> None:
-        self.run(["login", registry, "-u", username, "--password-stdin", "--progress", "none",
-                  *self._net(plain_http, tls_verify)], stdin=password)
+    def login(
+        self, registry: str, username: str, password: str, plain_http: bool = False, tls_verify: bool = True
+    ) -> None:
+        self.run(
+            [
+                "login",
+                registry,
+                "-u",
+                username,
+                "--password-stdin",
+                "--progress",
+                "none",
+                *self._net(plain_http, tls_verify),
+            ],
+            stdin=password,
+        )
 
     def list(self) -> list[dict[str, Any]]:
         out = self.run(["list", "--format", "json", "--progress", "none"])
@@ -122,4 +161,4 @@ class KitEngine:
         m = _DIGEST.findall(out)
         if not m:
             raise KitEngineError(f"kit {what} did not print a digest: {out[-300:]!r}")
-        return m[-1]
+        return str(m[-1])

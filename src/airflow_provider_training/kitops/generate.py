@@ -10,13 +10,56 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from airflow_provider_training.kitops.ignore import ALWAYS_IGNORED
-from airflow_provider_training.specs.kitfile import MANIFEST_VERSION, Code, Dataset, Docs, Kitfile, Model, ModelPart, Package
+from airflow_provider_training.specs.kitfile import (
+    MANIFEST_VERSION,
+    Code,
+    Dataset,
+    Docs,
+    Kitfile,
+    Model,
+    ModelPart,
+    Package,
+)
 
-MODEL_EXT = {".gguf", ".safetensors", ".pkl", ".pb", ".npy", ".npz", ".bin", ".pt", ".pth", ".onnx", ".h5",
-             ".hdf5", ".keras", ".joblib", ".ckpt", ".tflite", ".mlmodel", ".mar", ".pdparams", ".pdmodel",
-             ".model", ".ubj"}
-DATASET_EXT = {".tar", ".csv", ".zip", ".parquet", ".jsonl", ".arrow", ".tsv", ".tfrecord", ".feather",
-               ".avro", ".orc", ".gz", ".tgz"}
+MODEL_EXT = {
+    ".gguf",
+    ".safetensors",
+    ".pkl",
+    ".pb",
+    ".npy",
+    ".npz",
+    ".bin",
+    ".pt",
+    ".pth",
+    ".onnx",
+    ".h5",
+    ".hdf5",
+    ".keras",
+    ".joblib",
+    ".ckpt",
+    ".tflite",
+    ".mlmodel",
+    ".mar",
+    ".pdparams",
+    ".pdmodel",
+    ".model",
+    ".ubj",
+}
+DATASET_EXT = {
+    ".tar",
+    ".csv",
+    ".zip",
+    ".parquet",
+    ".jsonl",
+    ".arrow",
+    ".tsv",
+    ".tfrecord",
+    ".feather",
+    ".avro",
+    ".orc",
+    ".gz",
+    ".tgz",
+}
 DOCS_EXT = {".md", ".adoc", ".pdf", ".rst", ".txt", ".html", ".docx"}
 METADATA_EXT = {".json", ".yaml", ".yml", ".xml", ".toml"}
 CODE_DIRS = {"src", "pkg", "lib", "build", "scripts", "bin", "cmd"}
@@ -42,7 +85,7 @@ def _kind(name: str) -> str:
 
 
 def _files(directory: Path) -> list[Path]:
-    out = []
+    out: list[Path] = []
     for root, dirs, files in os.walk(directory):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         out.extend(Path(root) / f for f in sorted(files) if not f.startswith("."))
@@ -60,8 +103,9 @@ class _Found:
     loose_code: bool = False
 
 
-def generate_kitfile(context: Path, name: str | None = None, description: str | None = None,
-                     author: str | None = None) -> Kitfile:
+def generate_kitfile(
+    context: Path, name: str | None = None, description: str | None = None, author: str | None = None
+) -> Kitfile:
     """A Kitfile for ``context``; ``name``/``description``/``author`` override the package fields."""
     found = _Found()
     for entry in sorted(os.listdir(context), key=lambda n: n.encode()):
@@ -72,9 +116,12 @@ def generate_kitfile(context: Path, name: str | None = None, description: str | 
             _classify_dir(context, entry, found)
         elif path.is_file():
             _classify_file(entry, path.stat().st_size, found)
-    kf = Kitfile(manifestVersion=MANIFEST_VERSION,
-                 package=Package(name=name or context.name, description=description,
-                                 authors=[author] if author else None))
+    kf = Kitfile(
+        manifest_version=MANIFEST_VERSION,
+        package=Package(
+            name=name or context.name, description=description, authors=[author] if author else None
+        ),
+    )
     if found.models:
         main = _main_model(found.models)
         rest = [p for p, _ in found.models if p != main[0]]
@@ -118,7 +165,13 @@ def _classify_file(rel: str, size: int, found: _Found) -> None:
         found.datasets.append(rel)
     elif kind == "docs":
         base = os.path.basename(rel).upper()
-        desc = "Readme file" if base.startswith("README") else "License file" if base.startswith("LICEN") else None
+        desc = (
+            "Readme file"
+            if base.startswith("README")
+            else "License file"
+            if base.startswith("LICEN")
+            else None
+        )
         found.docs.append(Docs(path=rel, description=desc))
     elif kind == "metadata":
         found.metadata.append(rel)

@@ -1,4 +1,4 @@
-"""OCI media types and annotations of a ModelKit (``kitops.md`` §2.1–2.2)."""
+"""OCI media types and annotations of a ModelKit (``kitops.md`` §2.1-2.2)."""
 
 from __future__ import annotations
 
@@ -17,8 +17,14 @@ ANNOTATION_SUBTYPE = "ml.kitops.modelkit.layer-subtype"
 ANNOTATION_REF_NAME = "org.opencontainers.image.ref.name"
 
 # kind used in the Kitfile model -> base type in the media type
-_BASE = {"model": "model", "modelpart": "modelpart", "code": "code", "dataset": "dataset", "docs": "docs",
-         "prompt": "code"}
+_BASE = {
+    "model": "model",
+    "modelpart": "modelpart",
+    "code": "code",
+    "dataset": "dataset",
+    "docs": "docs",
+    "prompt": "code",
+}
 _SUFFIX = {"none": "", "gzip": "+gzip", "gzip-fastest": "+gzip", "zstd": "+zstd"}
 _LAYER_RE = re.compile(r"^application/vnd\.kitops\.modelkit\.(\w+)\.v1\.(tar|raw)(?:\+(\w+))?$")
 

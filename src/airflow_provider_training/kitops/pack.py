@@ -45,8 +45,14 @@ class PackedLayer:
     size: int
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "path": self.path, "mediaType": self.media_type, "digest": self.digest,
-                "diffId": self.diff_id, "size": self.size}
+        return {
+            "kind": self.kind,
+            "path": self.path,
+            "mediaType": self.media_type,
+            "digest": self.digest,
+            "diffId": self.diff_id,
+            "size": self.size,
+        }
 
 
 @dataclass
@@ -75,7 +81,9 @@ def load_kitfile(context: Path, kitfile: str | Path | Kitfile | None) -> tuple[K
         if not path.is_absolute() and not path.exists():
             path = context / path
         if not path.is_file():
-            raise KitfileError(f"Kitfile {kitfile} not found (give a path to an existing Kitfile or YAML text)")
+            raise KitfileError(
+                f"Kitfile {kitfile} not found (give a path to an existing Kitfile or YAML text)"
+            )
         return Kitfile.from_yaml(path.read_bytes(), str(path)), str(path)
     if isinstance(kitfile, str):
         return Kitfile.from_yaml(kitfile, "kitfile"), "kitfile"
@@ -96,8 +104,14 @@ def build_manifest(config: Descriptor, layers: list[PackedLayer], annotations: d
             ann = {mediatypes.ANNOTATION_FILEPATH: layer.path}
             if layer.kind == "prompt":
                 ann[mediatypes.ANNOTATION_SUBTYPE] = "prompt"
-            layer_list.append({"mediaType": layer.media_type, "digest": layer.digest, "size": layer.size,
-                               "annotations": dict(sorted(ann.items()))})
+            layer_list.append(
+                {
+                    "mediaType": layer.media_type,
+                    "digest": layer.digest,
+                    "size": layer.size,
+                    "annotations": dict(sorted(ann.items())),
+                }
+            )
     manifest: dict[str, Any] = {
         "schemaVersion": 2,
         "artifactType": mediatypes.ARTIFACT_TYPE,
@@ -135,7 +149,7 @@ def pack(
     ignore = Ignore.load(ctx, layer_paths, extra=extra_ignores)
 
     packed: list[PackedLayer] = []
-    for (kind, _, info, raw_path), path in zip(entries, layer_paths):
+    for (kind, _, info, raw_path), path in zip(entries, layer_paths, strict=True):
         if ignore.matcher.matches_or_parent_matches(path) and path != ".":
             log.warning("Layer path %s is excluded by .kitignore; the layer will be (nearly) empty", path)
         with store.new_blob_file() as (fh, tmp):
@@ -144,8 +158,9 @@ def pack(
         if blob.file_count == 0:
             log.warning("No files detected for %s layer %s", kind, raw_path or ".")
         _fill(info, blob.digest, blob.diff_id)
-        layer = PackedLayer(kind, path, mediatypes.layer_media_type(kind, compression), blob.digest,
-                            blob.diff_id, blob.size)
+        layer = PackedLayer(
+            kind, path, mediatypes.layer_media_type(kind, compression), blob.digest, blob.diff_id, blob.size
+        )
         packed.append(layer)
         if on_layer:
             on_layer(layer)

@@ -139,7 +139,8 @@ def check_tcr_rules(ref: Reference, original: str | None = None) -> None:
     elif host.endswith(TCR_ENTERPRISE_SUFFIX):
         if "/" not in ref.repository:
             raise ReferenceError(
-                f"TCR enterprise references need <namespace>/<repository>, got {ref.repository!r} in {shown!r}"
+                f"TCR enterprise references need <namespace>/<repository>, got {ref.repository!r} "
+                f"in {shown!r}"
             )
         namespace, repo = ref.repository.split("/", 1)
         if not (2 <= len(namespace) <= 30 and _TCR_NAMESPACE_RE.match(namespace)):

@@ -105,8 +105,9 @@ def _read_range(path: Path, start: int, end: int, progress: ProgressFn | None) -
 class RegistryClient:
     """One registry host. Use as a context manager or call :meth:`close`."""
 
-    def __init__(self, registry: str, credential: Credential | None = None,
-                 options: RegistryOptions | None = None) -> None:
+    def __init__(
+        self, registry: str, credential: Credential | None = None, options: RegistryOptions | None = None
+    ) -> None:
         self.registry = registry
         self.options = options or RegistryOptions()
         self.credential = credential if credential and not credential.empty else None
@@ -150,23 +151,35 @@ class RegistryClient:
             self._basic = True
             return
         if scheme != "bearer" or "realm" not in params:
-            raise AuthenticationError(f"registry {self.registry} sent an unsupported auth challenge ({scheme})")
+            raise AuthenticationError(
+                f"registry {self.registry} sent an unsupported auth challenge ({scheme})"
+            )
         query = {"service": params.get("service", "")}
         wanted = scope or params.get("scope", "")
         if wanted:
             query["scope"] = wanted
         try:
             if self.credential and self.credential.identity_token:
-                resp = self._http.post(params["realm"], data={
-                    "grant_type": "refresh_token", "refresh_token": self.credential.identity_token,
-                    "client_id": "airflow-provider-training", **query})
+                resp = self._http.post(
+                    params["realm"],
+                    data={
+                        "grant_type": "refresh_token",
+                        "refresh_token": self.credential.identity_token,
+                        "client_id": "airflow-provider-training",
+                        **query,
+                    },
+                )
             else:
-                auth = (httpx.BasicAuth(self.credential.username, self.credential.password)
-                        if self.credential else None)
+                auth = (
+                    httpx.BasicAuth(self.credential.username, self.credential.password)
+                    if self.credential
+                    else None
+                )
                 resp = self._http.get(params["realm"], params=query, auth=auth)
         except httpx.TransportError as exc:
-            raise RegistryError(f"cannot reach the token service of {self.registry} ({params['realm']}): "
-                                f"{type(exc).__name__}") from None
+            raise RegistryError(
+                f"cannot reach the token service of {self.registry} ({params['realm']}): {type(exc).__name__}"
+            ) from None
         if resp.status_code in (401, 403):
             raise AuthenticationError(
                 f"authentication to {self.registry} failed: the token service rejected the credentials "
@@ -184,9 +197,18 @@ class RegistryClient:
     def _sleep(self, attempt: int) -> None:
         time.sleep(min(self.options.backoff * (2**attempt), self.options.backoff_max))
 
-    def request(self, method: str, url: str, *, scope: str = "", headers: dict[str, str] | None = None,
-                content: Callable[[], Any] | None = None, params: dict[str, str] | None = None,
-                stream: bool = False, retry: bool = True) -> httpx.Response:
+    def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        scope: str = "",
+        headers: dict[str, str] | None = None,
+        content: Callable[[], Any] | None = None,
+        params: dict[str, str] | None = None,
+        stream: bool = False,
+        retry: bool = True,
+    ) -> httpx.Response:
         """Send with auth, answering one 401 challenge, and retrying connection errors/5xx."""
         url = urljoin(self.base + "/", url) if not url.startswith("http") else url
         attempt = 0
@@ -197,8 +219,9 @@ class RegistryClient:
             if auth:
                 hdrs["Authorization"] = auth
             try:
-                req = self._http.build_request(method, url, headers=hdrs, params=params,
-                                               content=content() if content else None)
+                req = self._http.build_request(
+                    method, url, headers=hdrs, params=params, content=content() if content else None
+                )
                 resp = self._http.send(req, stream=stream)
             except httpx.TransportError as exc:
                 if not retry or attempt >= self.options.retries:
@@ -206,8 +229,13 @@ class RegistryClient:
                         f"cannot reach registry {self.registry} ({method} {httpx.URL(url).path}): "
                         f"{type(exc).__name__}: {exc}; check the host, port and plain-http/TLS settings"
                     ) from None
-                log.warning("registry %s: %s, retrying (%d/%d)", self.registry, type(exc).__name__,
-                            attempt + 1, self.options.retries)
+                log.warning(
+                    "registry %s: %s, retrying (%d/%d)",
+                    self.registry,
+                    type(exc).__name__,
+                    attempt + 1,
+                    self.options.retries,
+                )
                 self._sleep(attempt)
                 attempt += 1
                 continue
@@ -223,7 +251,11 @@ class RegistryClient:
                     f"authentication to {self.registry} failed (HTTP 401 with credentials); check the "
                     "username and password or token"
                 )
-            if (resp.status_code >= 500 or resp.status_code == 429) and retry and attempt < self.options.retries:
+            if (
+                (resp.status_code >= 500 or resp.status_code == 429)
+                and retry
+                and attempt < self.options.retries
+            ):
                 resp.close()
                 log.warning("registry %s answered HTTP %d, retrying", self.registry, resp.status_code)
                 self._sleep(attempt)
@@ -238,7 +270,9 @@ class RegistryClient:
             detail = "; ".join(f"{e.get('code')}: {e.get('message')}" for e in errors)
         except (ValueError, AttributeError, httpx.HTTPError):
             detail = ""
-        msg = f"{what} on {self.registry} failed: HTTP {resp.status_code}" + (f" ({detail})" if detail else "")
+        msg = f"{what} on {self.registry} failed: HTTP {resp.status_code}" + (
+            f" ({detail})" if detail else ""
+        )
         if resp.status_code == 403:
             return AuthenticationError(msg + "; the account lacks permission for this repository")
         if resp.status_code == 404:
@@ -263,7 +297,9 @@ class RegistryClient:
             return False
         raise self._fail(resp, f"HEAD blob {digest}")
 
-    def push_blob(self, repo: str, digest: str, size: int, path: Path, progress: ProgressFn | None = None) -> int:
+    def push_blob(
+        self, repo: str, digest: str, size: int, path: Path, progress: ProgressFn | None = None
+    ) -> int:
         """Upload ``path`` unless the registry already has it; returns the bytes uploaded."""
         if self.blob_exists(repo, digest):
             return 0
@@ -280,23 +316,30 @@ class RegistryClient:
                 return size
             except _RestartUpload as exc:
                 if attempt >= self.options.retries:
-                    raise RegistryError(f"upload of {digest} to {self.registry}/{repo} kept failing: {exc}") from None
+                    raise RegistryError(
+                        f"upload of {digest} to {self.registry}/{repo} kept failing: {exc}"
+                    ) from None
                 log.warning("registry %s: restarting upload of %s (%s)", self.registry, digest[:19], exc)
                 self._sleep(attempt)
         raise AssertionError("unreachable")
 
     def _start_upload(self, repo: str, scope: str) -> str:
-        resp = self.request("POST", f"/v2/{repo}/blobs/uploads/", scope=scope,
-                            headers={"Content-Length": "0"})
+        resp = self.request(
+            "POST", f"/v2/{repo}/blobs/uploads/", scope=scope, headers={"Content-Length": "0"}
+        )
         if resp.status_code != 202 or "Location" not in resp.headers:
             raise self._fail(resp, f"starting an upload to {repo}")
         return urljoin(self.base + "/", resp.headers["Location"])
 
-    def _upload_monolithic(self, location: str, digest: str, size: int, path: Path, scope: str,
-                           progress: ProgressFn | None) -> None:
+    def _upload_monolithic(
+        self, location: str, digest: str, size: int, path: Path, scope: str, progress: ProgressFn | None
+    ) -> None:
         try:
             resp = self.request(
-                "PUT", _with_digest(location, digest), scope=scope, retry=False,
+                "PUT",
+                _with_digest(location, digest),
+                scope=scope,
+                retry=False,
                 headers={"Content-Type": "application/octet-stream", "Content-Length": str(size)},
                 content=lambda: _read_range(path, 0, size, progress),
             )
@@ -317,8 +360,16 @@ class RegistryClient:
             return urljoin(self.base + "/", resp.headers.get("Location", location)), offset
         raise _RestartUpload(f"upload session lost (HTTP {resp.status_code})")
 
-    def _upload_chunked(self, repo: str, location: str, digest: str, size: int, path: Path, scope: str,
-                        progress: ProgressFn | None) -> None:
+    def _upload_chunked(
+        self,
+        repo: str,
+        location: str,
+        digest: str,
+        size: int,
+        path: Path,
+        scope: str,
+        progress: ProgressFn | None,
+    ) -> None:
         offset = 0
         failures = 0
         while offset < size:
@@ -326,9 +377,15 @@ class RegistryClient:
             start = offset
             try:
                 resp = self.request(
-                    "PATCH", location, scope=scope, retry=False,
-                    headers={"Content-Type": "application/octet-stream", "Content-Length": str(end - start),
-                             "Content-Range": f"{start}-{end - 1}"},
+                    "PATCH",
+                    location,
+                    scope=scope,
+                    retry=False,
+                    headers={
+                        "Content-Type": "application/octet-stream",
+                        "Content-Length": str(end - start),
+                        "Content-Range": f"{start}-{end - 1}",
+                    },
                     content=lambda s=start, e=end: _read_range(path, s, e, progress),  # type: ignore[misc]
                 )
             except UnreachableError:
@@ -350,8 +407,9 @@ class RegistryClient:
             failures += 1
             location, offset = self._resume_point(location, scope, failures)
             log.info("registry %s: resuming upload of %s at byte %d", self.registry, digest[:19], offset)
-        resp = self.request("PUT", _with_digest(location, digest), scope=scope,
-                            headers={"Content-Length": "0"})
+        resp = self.request(
+            "PUT", _with_digest(location, digest), scope=scope, headers={"Content-Length": "0"}
+        )
         if resp.status_code != 201:
             raise self._fail(resp, f"completing the upload of {digest}")
 
@@ -365,18 +423,28 @@ class RegistryClient:
                 self._sleep(failures)
                 failures += 1
 
-    def put_manifest(self, repo: str, tag_or_digest: str, manifest: bytes,
-                     media_type: str = mediatypes.MANIFEST) -> str:
-        resp = self.request("PUT", f"/v2/{repo}/manifests/{tag_or_digest}", scope=_scope(repo, push=True),
-                            headers={"Content-Type": media_type}, content=lambda: manifest)
+    def put_manifest(
+        self, repo: str, tag_or_digest: str, manifest: bytes, media_type: str = mediatypes.MANIFEST
+    ) -> str:
+        resp = self.request(
+            "PUT",
+            f"/v2/{repo}/manifests/{tag_or_digest}",
+            scope=_scope(repo, push=True),
+            headers={"Content-Type": media_type},
+            content=lambda: manifest,
+        )
         if resp.status_code not in (200, 201):
             raise self._fail(resp, f"pushing manifest {repo}:{tag_or_digest}")
         return resp.headers.get("Docker-Content-Digest") or "sha256:" + hashlib.sha256(manifest).hexdigest()
 
     def get_manifest(self, repo: str, target: str) -> tuple[bytes, str]:
         """Manifest bytes and their digest (checked against ``target`` when it is a digest)."""
-        resp = self.request("GET", f"/v2/{repo}/manifests/{target}", scope=_scope(repo, push=False),
-                            headers={"Accept": f"{mediatypes.MANIFEST}, {mediatypes.INDEX}"})
+        resp = self.request(
+            "GET",
+            f"/v2/{repo}/manifests/{target}",
+            scope=_scope(repo, push=False),
+            headers={"Accept": f"{mediatypes.MANIFEST}, {mediatypes.INDEX}"},
+        )
         if resp.status_code != 200:
             raise self._fail(resp, f"fetching manifest {repo}:{target}")
         data = resp.content
@@ -393,11 +461,14 @@ class RegistryClient:
         if len(data) > limit:
             raise RegistryError(f"blob {digest} is larger than {limit} bytes")
         if "sha256:" + hashlib.sha256(data).hexdigest() != digest:
-            raise DigestMismatchError(f"blob {digest} from {self.registry}/{repo} is corrupted (digest mismatch)")
+            raise DigestMismatchError(
+                f"blob {digest} from {self.registry}/{repo} is corrupted (digest mismatch)"
+            )
         return data
 
-    def fetch_blob(self, repo: str, digest: str, size: int, partial: Path,
-                   progress: ProgressFn | None = None) -> None:
+    def fetch_blob(
+        self, repo: str, digest: str, size: int, partial: Path, progress: ProgressFn | None = None
+    ) -> None:
         """Download into ``partial`` (resuming from its length) and verify the digest."""
         scope = _scope(repo, push=False)
         for attempt in range(self.options.retries + 1):
@@ -408,8 +479,14 @@ class RegistryClient:
             headers = {"Range": f"bytes={have}-"} if 0 < have < size else {}
             if have < size or size == 0:
                 try:
-                    resp = self.request("GET", f"/v2/{repo}/blobs/{digest}", scope=scope, headers=headers,
-                                        stream=True, retry=attempt < self.options.retries)
+                    resp = self.request(
+                        "GET",
+                        f"/v2/{repo}/blobs/{digest}",
+                        scope=scope,
+                        headers=headers,
+                        stream=True,
+                        retry=attempt < self.options.retries,
+                    )
                     try:
                         if resp.status_code == 200 and have:
                             have = 0  # the registry ignored the range
@@ -426,7 +503,9 @@ class RegistryClient:
                         resp.close()
                 except (httpx.TransportError, UnreachableError):
                     if attempt >= self.options.retries:
-                        raise RegistryError(f"download of {digest} from {self.registry} kept failing") from None
+                        raise RegistryError(
+                            f"download of {digest} from {self.registry} kept failing"
+                        ) from None
                     self._sleep(attempt)
                     continue
             if _sha256_file(partial) != digest:
@@ -457,5 +536,3 @@ def _sha256_file(path: Path) -> str:
         while chunk := fh.read(MIB):
             h.update(chunk)
     return "sha256:" + h.hexdigest()
-
-

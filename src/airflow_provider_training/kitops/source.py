@@ -32,7 +32,7 @@ def resolve_source(source: str, namespace: str = "default", cluster: bool = Fals
     embedded control plane; on a real cluster packaging must run as a Job next to the volume."""
     if not source.startswith(PVC_SCHEME):
         return Path(source).expanduser()
-    rest = source[len(PVC_SCHEME):].strip("/")
+    rest = source[len(PVC_SCHEME) :].strip("/")
     claim, _, sub = rest.partition("/")
     if not claim:
         raise ValueError(f"source {source!r} names no claim (expected pvc://<claim>/<path>)")

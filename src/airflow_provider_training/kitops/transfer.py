@@ -41,11 +41,18 @@ def _require_registry(ref: Reference) -> None:
 
 
 def _blobs(manifest: dict[str, Any]) -> list[Descriptor]:
-    return [Descriptor.from_json(manifest["config"])] + [Descriptor.from_json(x) for x in manifest.get("layers") or []]
+    return [Descriptor.from_json(manifest["config"])] + [
+        Descriptor.from_json(x) for x in manifest.get("layers") or []
+    ]
 
 
-def push(store: LocalStore, source: Reference, client: RegistryClient, destination: Reference | None = None,
-         progress: ProgressFn | None = None) -> TransferResult:
+def push(
+    store: LocalStore,
+    source: Reference,
+    client: RegistryClient,
+    destination: Reference | None = None,
+    progress: ProgressFn | None = None,
+) -> TransferResult:
     """Push ``source`` (from the local store) to ``destination`` (default: the same reference)."""
     dest = destination or source
     _require_registry(dest)
@@ -55,8 +62,12 @@ def push(store: LocalStore, source: Reference, client: RegistryClient, destinati
     sent = 0
     for blob in _blobs(manifest):
         if not store.has_blob(blob.digest):
-            raise RegistryError(f"blob {blob.digest} of {source} is missing from the local store; pack it again")
-        sent += client.push_blob(dest.repository, blob.digest, blob.size, store.blob_path(blob.digest), progress)
+            raise RegistryError(
+                f"blob {blob.digest} of {source} is missing from the local store; pack it again"
+            )
+        sent += client.push_blob(
+            dest.repository, blob.digest, blob.size, store.blob_path(blob.digest), progress
+        )
     tags = [t for t in (dest.tag or (DEFAULT_TAG if not dest.digest else ""), *dest.extra_tags) if t]
     for tag in tags or [desc.digest]:
         client.put_manifest(dest.repository, tag, manifest_bytes)
@@ -68,8 +79,14 @@ def push(store: LocalStore, source: Reference, client: RegistryClient, destinati
 def _layer_summary(manifest: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     for layer in manifest.get("layers") or []:
-        out.append({"mediaType": layer["mediaType"], "digest": layer["digest"], "size": layer["size"],
-                    "path": (layer.get("annotations") or {}).get(mediatypes.ANNOTATION_FILEPATH, "")})
+        out.append(
+            {
+                "mediaType": layer["mediaType"],
+                "digest": layer["digest"],
+                "size": layer["size"],
+                "path": (layer.get("annotations") or {}).get(mediatypes.ANNOTATION_FILEPATH, ""),
+            }
+        )
     return out
 
 
@@ -78,13 +95,20 @@ def fetch_manifest(client: RegistryClient, ref: Reference) -> tuple[bytes, str, 
     data, digest = client.get_manifest(ref.repository, ref.target)
     manifest = json.loads(data)
     if not mediatypes.is_modelkit_manifest(manifest):
-        raise RegistryError(f"reference {ref} exists but is not a ModelKit (config media type "
-                            f"{manifest.get('config', {}).get('mediaType')!r})")
+        raise RegistryError(
+            f"reference {ref} exists but is not a ModelKit (config media type "
+            f"{manifest.get('config', {}).get('mediaType')!r})"
+        )
     return data, digest, manifest
 
 
-def pull(store: LocalStore, ref: Reference, client: RegistryClient, progress: ProgressFn | None = None,
-         _hops: int = 0) -> TransferResult:
+def pull(
+    store: LocalStore,
+    ref: Reference,
+    client: RegistryClient,
+    progress: ProgressFn | None = None,
+    _hops: int = 0,
+) -> TransferResult:
     """Pull ``ref`` into the local store (and the ModelKits its ``model.path`` references)."""
     data, digest, manifest = fetch_manifest(client, ref)
     store.ensure()
@@ -100,7 +124,8 @@ def pull(store: LocalStore, ref: Reference, client: RegistryClient, progress: Pr
             partial.unlink(missing_ok=True)
             if exc.errno in (errno.ENOSPC, errno.EDQUOT):
                 raise StoreError(
-                    f"not enough disk space in the ModelKit store {store.root} to pull {ref} ({exc.strerror}); "
+                    f"not enough disk space in the ModelKit store {store.root} to pull {ref} "
+                    f"({exc.strerror}); "
                     "free space or point KITOPS_HOME at a larger disk. Nothing was tagged."
                 ) from exc
             raise
@@ -124,7 +149,7 @@ def pull(store: LocalStore, ref: Reference, client: RegistryClient, progress: Pr
 
 
 def inspect_remote(client: RegistryClient, ref: Reference) -> dict[str, Any]:
-    data, digest, manifest = fetch_manifest(client, ref)
+    _, digest, manifest = fetch_manifest(client, ref)
     config = client.get_blob_bytes(ref.repository, manifest["config"]["digest"])
     return _inspect(digest, manifest, config)
 

@@ -95,8 +95,15 @@ def extract_layer(fh: IO[bytes], media_type: str, root: Path, overwrite: bool, i
     return files
 
 
-def unpack(store: LocalStore, ref: Reference, directory: str | Path, filters: Iterable[str] = (),
-           overwrite: bool = False, ignore_existing: bool = False, _hops: int = 0) -> UnpackResult:
+def unpack(
+    store: LocalStore,
+    ref: Reference,
+    directory: str | Path,
+    filters: Iterable[str] = (),
+    overwrite: bool = False,
+    ignore_existing: bool = False,
+    _hops: int = 0,
+) -> UnpackResult:
     """Unpack ``ref`` into ``directory``; ``filters`` limits to some of :data:`FILTERS` (default all)."""
     wanted = set(filters) or set(FILTERS)
     unknown = wanted - set(FILTERS)
@@ -110,8 +117,15 @@ def unpack(store: LocalStore, ref: Reference, directory: str | Path, filters: It
     files = layers = 0
     parent = config.model_reference()
     if parent and "model" in wanted and _hops < 10:
-        sub = unpack(store, parse(parent, default_tag=DEFAULT_TAG), root, ["model"], overwrite,
-                     ignore_existing, _hops + 1)
+        sub = unpack(
+            store,
+            parse(parent, default_tag=DEFAULT_TAG),
+            root,
+            ["model"],
+            overwrite,
+            ignore_existing,
+            _hops + 1,
+        )
         files, layers = sub.files, sub.layers
     if "kitfile" in wanted and _hops == 0:
         _write_kitfile(root / "Kitfile", config, overwrite)

@@ -21,7 +21,8 @@ def registry_url(reference: str) -> str:
     if host == TCR_PERSONAL_HOST:
         return f"{TCR_CONSOLE}/repository/details/ccr/{ref.namespace}/{ref.name}"
     if ref.is_tcr:
-        return f"{TCR_CONSOLE}/repository?instance={host.split('.')[0]}&namespace={ref.namespace}&name={ref.name}"
+        instance = host.split(".")[0]
+        return f"{TCR_CONSOLE}/repository?instance={instance}&namespace={ref.namespace}&name={ref.name}"
     scheme = "http" if host in ("localhost", "127.0.0.1") else "https"
     return f"{scheme}://{ref.registry}/v2/{ref.repository}/manifests/{ref.target}"
 

@@ -32,19 +32,38 @@ ASSET_SCHEME = "modelkit://"
 
 def modelkit_asset(ref: Reference) -> Asset:
     """One Asset per repository: ``modelkit://<registry>/<namespace>/<repo>``."""
-    return Asset(uri=f"{ASSET_SCHEME}{ref.registry}/{ref.repository}", name=f"modelkit/{ref.registry}/{ref.repository}")
+    return Asset(
+        uri=f"{ASSET_SCHEME}{ref.registry}/{ref.repository}", name=f"modelkit/{ref.registry}/{ref.repository}"
+    )
 
 
 class _ModelKitBase(BaseOperator):
-    template_fields: Sequence[str] = ("source", "kitfile", "reference", "registry_conn_id", "compression", "engine")
+    template_fields: Sequence[str] = (
+        "source",
+        "kitfile",
+        "reference",
+        "registry_conn_id",
+        "compression",
+        "engine",
+    )
     template_fields_renderers = {"kitfile": "yaml"}
     operator_extra_links = (ModelKitRegistryLink(),)
     ui_color = "#e8f4ea"
 
-    def __init__(self, *, reference: str, source: str | None = None, kitfile: str | None = None,
-                 registry_conn_id: str | None = None, compression: str = "none", engine: str = "native",
-                 kit_binary: str | None = None, namespace: str = "default", kubernetes_conn_id: str | None = None,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        reference: str,
+        source: str | None = None,
+        kitfile: str | None = None,
+        registry_conn_id: str | None = None,
+        compression: str = "none",
+        engine: str = "native",
+        kit_binary: str | None = None,
+        namespace: str = "default",
+        kubernetes_conn_id: str | None = None,
+        **kwargs: Any,
+    ) -> None:
         self.alias = AssetAlias(f"modelkit:{kwargs.get('task_id', '')}")
         kwargs.setdefault("outlets", [])
         kwargs["outlets"] = [*kwargs["outlets"], self.alias]
@@ -64,7 +83,9 @@ class _ModelKitBase(BaseOperator):
         if self.engine not in ENGINES:
             raise AirflowException(f"engine {self.engine!r} is not one of {', '.join(ENGINES)}")
         if self.compression not in COMPRESSIONS:
-            raise AirflowException(f"compression {self.compression!r} is not one of {', '.join(COMPRESSIONS)}")
+            raise AirflowException(
+                f"compression {self.compression!r} is not one of {', '.join(COMPRESSIONS)}"
+            )
         try:
             return parse(self.reference, default_tag=DEFAULT_TAG)
         except ReferenceError as exc:
@@ -100,16 +121,23 @@ class _ModelKitBase(BaseOperator):
             directory = resolve_source(self.source, self.namespace, cluster=bool(self.kubernetes_conn_id))
         except (ClusterModeUnavailableError, ValueError) as exc:
             raise AirflowException(str(exc)) from None
-        self.log.info("Packing %s as %s (compression %s, engine %s)", directory, ref, self.compression, self.engine)
+        self.log.info(
+            "Packing %s as %s (compression %s, engine %s)", directory, ref, self.compression, self.engine
+        )
         try:
             if self.engine == "kit":
                 self._kit().pack(directory, str(ref), kitfile=self.kitfile, compression=self.compression)
                 inspected = transfer.inspect_local(LocalStore(), ref)
                 manifest = inspected["manifest"]
-                result = {"digest": inspected["digest"], "layers": transfer._layer_summary(manifest),
-                          "size": sum(x["size"] for x in manifest.get("layers") or []) + manifest["config"]["size"]}
+                result = {
+                    "digest": inspected["digest"],
+                    "layers": transfer._layer_summary(manifest),
+                    "size": sum(x["size"] for x in manifest.get("layers") or []) + manifest["config"]["size"],
+                }
             else:
-                res = packmod.pack(directory, kitfile=self.kitfile, reference=ref, compression=self.compression)
+                res = packmod.pack(
+                    directory, kitfile=self.kitfile, reference=ref, compression=self.compression
+                )
                 result = {"digest": res.digest, "size": res.size, "layers": [x.to_json() for x in res.layers]}
         except (KitfileError, StoreError, KitEngineError, FileNotFoundError, ValueError) as exc:
             raise AirflowException(str(exc)) from None
@@ -132,17 +160,32 @@ class _ModelKitBase(BaseOperator):
                 digest = kit.push(str(ref), **net)
                 inspected = transfer.inspect_local(LocalStore(), ref)
                 manifest = inspected["manifest"]
-                result = {"digest": digest, "layers": transfer._layer_summary(manifest), "uploaded": None,
-                          "size": sum(x["size"] for x in manifest.get("layers") or []) + manifest["config"]["size"]}
+                result = {
+                    "digest": digest,
+                    "layers": transfer._layer_summary(manifest),
+                    "uploaded": None,
+                    "size": sum(x["size"] for x in manifest.get("layers") or []) + manifest["config"]["size"],
+                }
             else:
                 with self._client(ref) as client:
                     res = transfer.push(LocalStore(), ref, client)
-                result = {"digest": res.digest, "size": res.size, "layers": res.layers, "uploaded": res.transferred}
+                result = {
+                    "digest": res.digest,
+                    "size": res.size,
+                    "layers": res.layers,
+                    "uploaded": res.transferred,
+                }
         except (RegistryError, StoreError, KitEngineError) as exc:
             raise AirflowException(str(exc)) from None
         self._xcom(context, ref, result)
-        extra = {"reference": str(ref), "registry": ref.registry, "repository": ref.repository,
-                 "tag": ref.tag, "digest": result["digest"], "size": result["size"]}
+        extra = {
+            "reference": str(ref),
+            "registry": ref.registry,
+            "repository": ref.repository,
+            "tag": ref.tag,
+            "digest": result["digest"],
+            "size": result["size"],
+        }
         context["outlet_events"][self.alias].add(modelkit_asset(ref), extra=extra)
         self.log.info("Pushed %s@%s", ref, result["digest"])
         return result
@@ -155,7 +198,12 @@ class _ModelKitBase(BaseOperator):
 
     @staticmethod
     def _return(ref: Reference, result: dict[str, Any]) -> dict[str, Any]:
-        out = {"reference": str(ref), "digest": result["digest"], "size": result["size"], "layers": result["layers"]}
+        out = {
+            "reference": str(ref),
+            "digest": result["digest"],
+            "size": result["size"],
+            "layers": result["layers"],
+        }
         json.dumps(out)  # XCom must be JSON-serializable
         return out
 

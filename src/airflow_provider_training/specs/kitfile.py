@@ -17,7 +17,7 @@ import posixpath
 import re
 from collections.abc import Iterator, Sequence
 from decimal import Decimal
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -232,7 +232,7 @@ def _entry(obj: BaseModel, keep: Sequence[str]) -> dict[str, Any]:
             out[key] = value
     if "digest" in out or "diffId" in out:
         # LayerInfo fields are declared first in the class but kit emits them last
-        info = {k: out.pop(k) for k in ("digest", "diffId") if k in out}
+        info: dict[str, Any] = {k: out.pop(k) for k in ("digest", "diffId") if k in out}
         out.update(info)
     return out
 
@@ -300,7 +300,7 @@ class _Loader(yaml.SafeLoader):
     def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
         if kind is yaml.ScalarNode and implicit[0]:
             return _PLAIN
-        return super().resolve(kind, value, implicit)
+        return super().resolve(kind, value, implicit)  # type: ignore[no-untyped-call]
 
 
 def load_yaml(text: str | bytes, source: str = "Kitfile") -> Any:
@@ -325,7 +325,9 @@ def _construct(node: yaml.Node, source: str, raw: bool, path: str) -> Any:
     if isinstance(node, yaml.MappingNode):
         out: dict[Any, Any] = {}
         for key_node, value_node in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge" or (key_node.tag == _PLAIN and key_node.value == "<<"):
+            if key_node.tag == "tag:yaml.org,2002:merge" or (
+                key_node.tag == _PLAIN and key_node.value == "<<"
+            ):
                 merged = _construct(value_node, source, raw, path)
                 for m in merged if isinstance(merged, list) else [merged]:
                     if isinstance(m, dict):
@@ -334,7 +336,9 @@ def _construct(node: yaml.Node, source: str, raw: bool, path: str) -> Any:
                 continue
             key = _construct(key_node, source, raw=raw, path=path)
             if isinstance(key, (dict, list)):
-                raise KitfileError(f"{source}: line {key_node.start_mark.line + 1}: mapping keys must be scalars")
+                raise KitfileError(
+                    f"{source}: line {key_node.start_mark.line + 1}: mapping keys must be scalars"
+                )
             if key in out:
                 raise KitfileError(
                     f'{source}: line {key_node.start_mark.line + 1}: mapping key "{key}" already defined'
@@ -351,10 +355,10 @@ def _construct(node: yaml.Node, source: str, raw: bool, path: str) -> Any:
 
 def _scalar(node: yaml.ScalarNode, source: str, raw: bool) -> Any:
     text: str = node.value
-    if node.tag != _PLAIN:
-        # quoted/block scalars and explicit !!str are strings; other explicit tags resolve like plain
-        if node.tag in ("tag:yaml.org,2002:str", "tag:yaml.org,2002:binary") or node.style:
-            return text
+    # quoted/block scalars and explicit !!str are strings; other explicit tags resolve like plain
+    explicit_str = node.tag in ("tag:yaml.org,2002:str", "tag:yaml.org,2002:binary")
+    if node.tag != _PLAIN and (explicit_str or node.style):
+        return text
     resolved = resolve_plain(text)
     if raw:
         # a string field takes the literal text of any non-null scalar (yaml.v3 decoding into string)
@@ -368,7 +372,7 @@ _DATETIME_RE = re.compile(
     r"^(\d{4})-(\d{1,2})-(\d{1,2})[Tt ](\d{1,2}):(\d{1,2}):(\d{1,2})(\.\d+)?\s*(Z|[-+]\d{1,2}(:?\d{2})?)?$"
 )
 
-_Resolved = Union[None, bool, int, float, str, dt.datetime]
+_Resolved = None | bool | int | float | str | dt.datetime
 
 
 def resolve_plain(text: str) -> _Resolved:
@@ -623,7 +627,8 @@ def validate(kitfile: Kitfile) -> tuple[list[str], list[str]]:
         clean = posixpath.normpath(raw) if raw else "."
         if clean == ".." or clean.startswith("../"):
             errors.append(
-                f"paths outside the context directory are not supported in a Kitfile (path {clean} in {label})"
+                "paths outside the context directory are not supported in a Kitfile "
+                f"(path {clean} in {label})"
             )
             return
         if clean in seen:
