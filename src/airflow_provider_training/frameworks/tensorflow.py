@@ -32,7 +32,11 @@ STATUS_ORDER = (CHIEF, EVALUATOR, MASTER, PS, WORKER)
 def is_distributed(job: TFJob) -> bool:
     """TF_CONFIG is only set when the replicas over the five known types do not add up to 1."""
     specs = job.replica_specs
-    count = sum((specs[t].replicas if specs[t].replicas is not None else 1) for t in STATUS_ORDER if t in specs)
+    count = 0
+    for rtype in STATUS_ORDER:
+        if rtype in specs:
+            n = specs[rtype].replicas
+            count += 1 if n is None else n
     return count != 1
 
 
