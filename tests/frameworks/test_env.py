@@ -10,7 +10,6 @@ import pytest
 from airflow_provider_training.frameworks import ClusterAddressing, ReplicaRef, plugin
 from airflow_provider_training.frameworks.base import InjectionError
 from airflow_provider_training.specs.pod import EnvVar, ResourceRequirements
-
 from tests.frameworks.jobs import make_job
 
 
@@ -82,7 +81,9 @@ def test_pytorch_elastic_block_in_upstream_order() -> None:
 
 
 def test_pytorch_elastic_defaults_nnodes_to_worker_count_and_explicit_host_port() -> None:
-    job = make_job("PyTorchJob", "el", {"Worker": 3}, elasticPolicy={"rdzvHost": "etcd", "rdzvPort": 2379, "rdzvBackend": "etcd"})
+    job = make_job(
+        "PyTorchJob", "el", {"Worker": 3}, elasticPolicy={"rdzvHost": "etcd", "rdzvPort": 2379, "rdzvBackend": "etcd"}
+    )
     env = dict(pairs(plugin("PyTorchJob").injected_env(job, "Worker", 0, "pytorch")))
     assert env["PET_RDZV_ENDPOINT"] == "etcd:2379"
     assert env["PET_RDZV_BACKEND"] == "etcd"
@@ -126,7 +127,11 @@ def test_tf_config_only_on_tensorflow_container_and_only_when_distributed() -> N
 @pytest.mark.parametrize(
     ("rtype", "index", "expected"),
     [
-        ("Worker", 1, '{"cluster":{"worker":{"1":"d-worker-1.default.svc:2222"},"ps":["d-ps-0.default.svc:2222"]},"task":{"type":"worker","index":1}}'),
+        (
+            "Worker",
+            1,
+            '{"cluster":{"worker":{"1":"d-worker-1.default.svc:2222"},"ps":["d-ps-0.default.svc:2222"]},"task":{"type":"worker","index":1}}',
+        ),
         ("PS", 0, '{"cluster":{"worker":{},"ps":["d-ps-0.default.svc:2222"]},"task":{"type":"ps","index":0}}'),
         ("Chief", 0, '{"cluster":{"worker":{},"ps":[]},"task":{"type":"chief","index":0}}'),
     ],
@@ -139,7 +144,10 @@ def test_tf_dynamic_worker_sparse_form(rtype: str, index: int, expected: str) ->
 def test_tf_dynamic_worker_without_ps_serialises_null() -> None:
     job = make_job("TFJob", "d", {"Worker": 2}, enableDynamicWorker=True)
     value = plugin("TFJob").injected_env(job, "Worker", 0, "tensorflow")[0].value
-    assert value == '{"cluster":{"worker":{"0":"d-worker-0.default.svc:2222"},"ps":null},"task":{"type":"worker","index":0}}'
+    assert (
+        value
+        == '{"cluster":{"worker":{"0":"d-worker-0.default.svc:2222"},"ps":null},"task":{"type":"worker","index":0}}'
+    )
 
 
 def test_mpi_env_only_on_launcher_first_container() -> None:
@@ -179,7 +187,11 @@ def test_xgboost_env() -> None:
     ]
     solo = make_job("XGBoostJob", "xg", {"Master": 1})
     assert [e.name for e in plugin("XGBoostJob").injected_env(solo, "Master", 0, "xgboost")] == [
-        "MASTER_PORT", "MASTER_ADDR", "WORLD_SIZE", "RANK", "PYTHONUNBUFFERED",
+        "MASTER_PORT",
+        "MASTER_ADDR",
+        "WORLD_SIZE",
+        "RANK",
+        "PYTHONUNBUFFERED",
     ]
 
 
@@ -188,8 +200,18 @@ def test_xgboost_env() -> None:
     [
         ({"Worker": 3}, "Worker", 0, [("POD_IP_DUMMY", None), ("PADDLE_MASTER", "$(POD_IP_DUMMY):36543")]),
         ({"Worker": 3}, "Worker", 2, [("PADDLE_MASTER", "pd-worker-0:36543")]),
-        ({"Master": 1, "Worker": 2}, "Master", 0, [("POD_IP_DUMMY", None), ("PADDLE_MASTER", "$(POD_IP_DUMMY):36543"), ("PADDLE_SERVER_NUM", "1")]),
-        ({"Master": 1, "Worker": 2}, "Worker", 0, [("PADDLE_MASTER", "pd-master-0:36543"), ("PADDLE_TRAINER_NUM", "1")]),
+        (
+            {"Master": 1, "Worker": 2},
+            "Master",
+            0,
+            [("POD_IP_DUMMY", None), ("PADDLE_MASTER", "$(POD_IP_DUMMY):36543"), ("PADDLE_SERVER_NUM", "1")],
+        ),
+        (
+            {"Master": 1, "Worker": 2},
+            "Worker",
+            0,
+            [("PADDLE_MASTER", "pd-master-0:36543"), ("PADDLE_TRAINER_NUM", "1")],
+        ),
     ],
 )
 def test_paddle_env(replicas: dict[str, int], rtype: str, index: int, tail: list[tuple[str, str | None]]) -> None:
