@@ -19,7 +19,6 @@ os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 (_home / "dags").mkdir()
 os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(_home / "dags")
 os.environ.setdefault("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", f"sqlite:///{_home / 'airflow.db'}")
-os.environ.setdefault("AIRFLOW__CORE__UNIT_TEST_MODE", "True")
 # Keep user state out of tests: the embedded control plane and ModelKit store live under tmp.
 os.environ.setdefault("AIRFLOW_TRAINING_HOME", str(_home / "training"))
 os.environ.setdefault("KITOPS_HOME", str(_home / "kitops"))

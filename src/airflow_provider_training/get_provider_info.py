@@ -44,10 +44,6 @@ def get_provider_info() -> dict[str, Any]:
         ],
         "hooks": [
             {
-                "integration-name": "Kubeflow Training Operator",
-                "python-modules": ["airflow_provider_training.hooks.training"],
-            },
-            {
                 "integration-name": "KitOps",
                 "python-modules": ["airflow_provider_training.hooks.registry"],
             },

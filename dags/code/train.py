@@ -1,0 +1,164 @@
+"""Train a small digit classifier with PyTorch DDP on CPU (gloo) — the example job of this project.
+
+Runs as one replica of a PyTorchJob: under ``torchrun`` (reads RANK, WORLD_SIZE, MASTER_ADDR,
+MASTER_PORT, LOCAL_RANK from the environment torchrun sets up from the operator's PET_* variables),
+under the seed's ``python -m torch.distributed.launch … --node_rank=$(RANK)`` command line, or on its
+own as a single process. The data set is scikit-learn's handwritten digits (shipped with the package,
+no download). Rank 0 writes ``model.pt`` (TorchScript), ``metrics.json`` and a ``Kitfile`` to
+``--output``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+KITFILE = """manifestVersion: "1.0"
+package:
+  name: digits-classifier
+  description: Handwritten digit classifier (8x8 scikit-learn digits), trained with PyTorch DDP.
+  license: Apache-2.0
+model:
+  name: digits-classifier
+  path: model.pt
+  framework: pytorch
+  description: TorchScript module; input float32 [N, 64] in 0..16, output logits [N, 10].
+docs:
+  - path: metrics.json
+    description: Training and evaluation metrics.
+"""
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--epochs", type=int, default=int(os.environ.get("EPOCHS", "10")))
+    parser.add_argument("--batch-size", type=int, default=int(os.environ.get("BATCH_SIZE", "64")))
+    parser.add_argument(
+        "--lr", "--learning-rate", dest="lr", type=float, default=float(os.environ.get("LEARNING_RATE", "0.05"))
+    )
+    parser.add_argument("--output", default=os.environ.get("OUTPUT_DIR", "/output"))
+    parser.add_argument("--seed", type=int, default=0)
+    # torch.distributed.launch passes --local-rank (or --local_rank before torch 2.0).
+    parser.add_argument("--local-rank", "--local_rank", dest="local_rank", type=int, default=None)
+    return parser.parse_args()
+
+
+def load_digits_split(seed: int) -> tuple[TensorDataset, TensorDataset]:
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    features = torch.tensor(digits.data, dtype=torch.float32) / 16.0
+    labels = torch.tensor(digits.target, dtype=torch.long)
+    order = torch.randperm(len(labels), generator=torch.Generator().manual_seed(seed))
+    cut = int(len(order) * 0.8)
+    train, test = order[:cut], order[cut:]
+    return TensorDataset(features[train], labels[train]), TensorDataset(features[test], labels[test])
+
+
+class DigitsNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, 10))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.layers(x)
+
+
+def main() -> None:
+    args = parse_args()
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(1)
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    distributed = world_size > 1
+    if distributed:
+        dist.init_process_group("gloo", timeout=timedelta(seconds=120))
+    rank = dist.get_rank() if distributed else 0
+    world_size = dist.get_world_size() if distributed else 1
+    print(
+        f"rank {rank}/{world_size}: starting, epochs={args.epochs} batch_size={args.batch_size} lr={args.lr}",
+        flush=True,
+    )
+
+    train_set, test_set = load_digits_split(args.seed)
+    sampler = (
+        DistributedSampler(train_set, num_replicas=world_size, rank=rank, shuffle=True, seed=args.seed)
+        if distributed
+        else None
+    )
+    loader = DataLoader(train_set, batch_size=args.batch_size, sampler=sampler, shuffle=sampler is None)
+    net = DigitsNet()
+    model: nn.Module = DistributedDataParallel(net) if distributed else net
+    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
+    loss_fn = nn.CrossEntropyLoss()
+
+    started = time.time()
+    history: list[float] = []
+    for epoch in range(args.epochs):
+        if sampler is not None:
+            sampler.set_epoch(epoch)
+        total, count = 0.0, 0
+        for features, labels in loader:
+            optimizer.zero_grad()
+            loss = loss_fn(model(features), labels)
+            loss.backward()
+            optimizer.step()
+            total += loss.item() * len(labels)
+            count += len(labels)
+        summed = torch.tensor([total, float(count)])
+        if distributed:
+            dist.all_reduce(summed)
+        epoch_loss = (summed[0] / summed[1]).item()
+        history.append(epoch_loss)
+        print(f"rank {rank}: epoch {epoch + 1}/{args.epochs} loss {epoch_loss:.4f}", flush=True)
+
+    net.eval()
+    with torch.no_grad():
+        features, labels = test_set.tensors
+        accuracy = (net(features).argmax(dim=1) == labels).float().mean().item()
+    print(f"rank {rank}: test accuracy {accuracy:.4f}", flush=True)
+
+    if rank == 0:
+        out = Path(args.output)
+        out.mkdir(parents=True, exist_ok=True)
+        scripted = torch.jit.script(_Scaled(net))
+        scripted.save(str(out / "model.pt"))
+        metrics = {
+            "accuracy": accuracy,
+            "loss": history[-1] if history else None,
+            "loss_history": history,
+            "epochs": args.epochs,
+            "world_size": world_size,
+            "train_seconds": round(time.time() - started, 3),
+        }
+        (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+        if not (out / "Kitfile").exists():
+            (out / "Kitfile").write_text(KITFILE)
+        print(f"rank 0: wrote {out / 'model.pt'} and metrics.json (accuracy {accuracy:.4f})", flush=True)
+    if distributed:
+        dist.barrier()
+        dist.destroy_process_group()
+
+
+class _Scaled(nn.Module):
+    """What gets served: raw 0..16 pixel values in, logits out."""
+
+    def __init__(self, net: DigitsNet) -> None:
+        super().__init__()
+        self.net = net
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x / 16.0)
+
+
+if __name__ == "__main__":
+    main()

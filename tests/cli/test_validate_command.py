@@ -1,0 +1,67 @@
+"""``airflow-training validate`` as a user runs it: a real process, exit codes, printed findings."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from tests.specs.factories import minimal
+from tests.specs.test_seed_examples import SEED
+
+
+def _run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "airflow_provider_training.cli", "validate", *args],
+        capture_output=True,
+        text=True,
+        input=stdin,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+
+
+def test_valid_file_exits_zero_and_prints_warnings() -> None:
+    result = _run("-f", str(SEED / "pytorch-mnist-ddp.yaml"))
+    assert result.returncode == 0, result.stderr
+    assert "PyTorchJob kubeflow/pytorch-mnist-ddp: valid" in result.stdout
+    assert "warning: spec.cleanPodPolicy: unknown field" in result.stdout
+
+
+def test_strict_turns_unknown_fields_into_errors() -> None:
+    result = _run("--strict", "-f", str(SEED / "pytorch-mnist-ddp.yaml"))
+    assert result.returncode == 1
+    assert "error: spec.cleanPodPolicy: unknown field" in result.stdout
+    assert "1 invalid document(s)" in result.stderr
+
+
+def test_several_files_and_every_error(tmp_path: Path) -> None:
+    bad = minimal("PyTorchJob", name="Bad_Name")
+    bad["spec"]["pytorchReplicaSpecs"]["Master"]["replicas"] = 2
+    path = tmp_path / "jobs.yaml"
+    path.write_text(yaml.safe_dump_all([minimal("TFJob", "fine"), bad]))
+    result = _run("-f", str(path), "-f", str(SEED / "tfjob-multiworker.yaml"))
+    assert result.returncode == 1
+    out = result.stdout
+    assert f"{path}#1: TFJob fine: valid" in out
+    assert f"{path}#2: PyTorchJob Bad_Name: INVALID" in out
+    assert "error: spec.pytorchReplicaSpecs[Master].replicas: Forbidden: must be 1" in out
+    assert 'error: metadata.name: Invalid value: "Bad_Name"' in out
+    assert "tfjob-multiworker.yaml: TFJob tensorflow-multiworker-job: valid (0 error(s), 0 warning(s))" in out
+
+
+def test_malformed_yaml_reports_line_and_column(tmp_path: Path) -> None:
+    path = tmp_path / "broken.yaml"
+    path.write_text("kind: PyTorchJob\nspec: [\n")
+    result = _run("-f", str(path))
+    assert result.returncode == 1
+    assert str(path) in result.stdout and "line 3, column 1" in result.stdout
+
+
+def test_reads_stdin() -> None:
+    result = _run("-f", "-", stdin=yaml.safe_dump(minimal("JAXJob")))
+    assert result.returncode == 0
+    assert "JAXJob job1: valid" in result.stdout
