@@ -6,11 +6,24 @@ from typing import Any
 import pytest
 
 from airflow_provider_training.client import TrainingJobClient
+from airflow_provider_training.embedded import ControlPlane
 
 
 @pytest.fixture
-def job_client(kube_api: Any) -> Iterator[TrainingJobClient]:
-    yield TrainingJobClient(kube_api, watch_timeout=30, poll_interval=0.5)
+def client_api(control_plane: ControlPlane) -> Iterator[Any]:
+    """An ApiClient of the client under test only (the job driver uses its own), so requests can be counted."""
+    from kubernetes import client, config
+
+    configuration = client.Configuration()
+    config.load_kube_config(config_file=str(control_plane.kubeconfig), client_configuration=configuration)
+    api = client.ApiClient(configuration)
+    yield api
+    api.close()
+
+
+@pytest.fixture
+def job_client(client_api: Any) -> TrainingJobClient:
+    return TrainingJobClient(client_api, watch_timeout=30, poll_interval=0.5)
 
 
 class CallCounter:
@@ -21,7 +34,7 @@ class CallCounter:
         original = api.call_api
 
         def counted(resource_path: str, method: str, *args: Any, **kwargs: Any) -> Any:
-            query = dict(kwargs.get("query_params") or [])
+            query = dict(kwargs.get("query_params") or (args[1] if len(args) > 1 else None) or [])
             self.calls.append(f"{method} {resource_path}{' watch' if query.get('watch') else ''}")
             return original(resource_path, method, *args, **kwargs)
 
@@ -33,7 +46,7 @@ class CallCounter:
 
 
 @pytest.fixture
-def counter(kube_api: Any) -> Iterator[CallCounter]:
-    c = CallCounter(kube_api)
+def counter(client_api: Any) -> Iterator[CallCounter]:
+    c = CallCounter(client_api)
     yield c
     c.close()

@@ -69,9 +69,9 @@ def test_wait_returns_when_the_job_succeeds_and_costs_two_requests(
 
 
 def test_wait_continues_after_the_server_ends_the_watch(
-    kube_api: Any, job_driver: JobDriver, test_namespace: str, counter: Any
+    client_api: Any, job_driver: JobDriver, test_namespace: str, counter: Any
 ) -> None:
-    client = TrainingJobClient(kube_api, watch_timeout=1, poll_interval=0.5)
+    client = TrainingJobClient(client_api, watch_timeout=1, poll_interval=0.5)
     client.create(job(name="long"), namespace=test_namespace)
     job_driver.start("PyTorchJob", "long", test_namespace)
     job_driver.later(2.5, lambda: job_driver.fail("PyTorchJob", "long", test_namespace))

@@ -17,11 +17,17 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from airflow_provider_training.client.errors import JobDeleted, JobNotFound, WaitTimeout
 from airflow_provider_training.client.resources import Resource, resource_for
 from airflow_provider_training.client.selection import pod_selector, sorted_events
-from airflow_provider_training.client.sync import finished, owned_by, transient
+from airflow_provider_training.client.sync import finished, owned_by
 from airflow_provider_training.client.watching import Cursor, Gone, WatchError, parse_event
 
 Predicate = Callable[[dict[str, Any]], bool]
 TRANSIENT = (aiohttp.ClientError, OSError, asyncio.TimeoutError, WatchError)
+
+
+def transient_async(exc: BaseException) -> bool:
+    if isinstance(exc, ApiException):
+        return exc.status in (0, 429, 500, 502, 503, 504)
+    return isinstance(exc, TRANSIENT)
 
 
 class AsyncTrainingJobClient:
@@ -98,13 +104,24 @@ class AsyncTrainingJobClient:
             raise
         return True
 
-    async def _current(self, kind: str, name: str, namespace: str, uid: str | None) -> dict[str, Any]:
-        obj = await self.find(kind, name, namespace)
-        if obj is None:
+    async def _current(self, kind: str, name: str, namespace: str, uid: str | None) -> tuple[dict[str, Any], str]:
+        """The job and the resourceVersion to watch from: a LIST's, which is current even when the
+        object itself has not changed for longer than the server's watch history reaches (a GET's
+        resourceVersion would be answered with 410 again)."""
+        res = resource_for(kind)
+        listed = await self.custom.list_namespaced_custom_object(
+            res.group, res.version, namespace, res.plural, field_selector=f"metadata.name={name}",
+            _request_timeout=self._timeout,
+        )
+        items = listed.get("items") or []
+        if not items:
             raise JobDeleted(kind, namespace, name)
+        obj: dict[str, Any] = items[0]
         if uid and obj["metadata"].get("uid") != uid:
             raise JobDeleted(kind, namespace, name, "was replaced by another object of the same name")
-        return obj
+        obj.setdefault("kind", kind)
+        obj.setdefault("apiVersion", res.api_version)
+        return obj, str((listed.get("metadata") or {}).get("resourceVersion") or obj["metadata"].get("resourceVersion", ""))
 
     async def watch_object(
         self, res: Resource, name: str, namespace: str, cursor: Cursor, seconds: float
@@ -148,10 +165,22 @@ class AsyncTrainingJobClient:
         or :class:`JobDeleted` like the sync client."""
         res = resource_for(kind)
         deadline = None if timeout is None else time.monotonic() + timeout
-        obj = await self._current(kind, name, namespace, uid)
-        cursor = Cursor(obj["metadata"].get("resourceVersion", ""))
-        backoff = 0.5
+        obj, version = await self._current(kind, name, namespace, uid)
+        cursor = Cursor(version)
+        backoff, stale, gone = 0.5, False, False
         while True:
+            if stale:  # after a dropped watch, a 410 or a poll interval: read the job again
+                try:
+                    obj, cursor.resource_version = await self._current(kind, name, namespace, uid)
+                    stale = False
+                except Exception as exc:
+                    if not transient_async(exc):
+                        raise
+                    if deadline is not None and time.monotonic() >= deadline:
+                        raise WaitTimeout(kind, namespace, name, float(timeout or 0), obj) from exc
+                    await asyncio.sleep(backoff)
+                    backoff = min(backoff * 2, self.poll_interval)
+                    continue
             if until(obj):
                 return obj
             remaining = None if deadline is None else deadline - time.monotonic()
@@ -160,35 +189,32 @@ class AsyncTrainingJobClient:
             window = self.watch_timeout if remaining is None else min(self.watch_timeout, remaining)
             if not self.can_watch:
                 await asyncio.sleep(min(self.poll_interval, window))
-                obj = await self._current(kind, name, namespace, uid)
+                stale = True
                 continue
             try:
                 async for new in self.watch_object(res, name, namespace, cursor, window):
                     if uid and new["metadata"].get("uid") != uid:
                         raise JobDeleted(kind, namespace, name, "was replaced by another object of the same name")
                     obj = new
-                    backoff = 0.5
+                    backoff, gone = 0.5, False
                     if until(obj):
                         return obj
                     if deadline is not None and time.monotonic() >= deadline:
                         break
+                # The server ended the watch at its timeout: continue from the cursor, no read needed.
             except Gone:
-                obj = await self._current(kind, name, namespace, uid)
-                cursor.resource_version = obj["metadata"].get("resourceVersion", "")
-            except ApiException as exc:
-                if exc.status in (400, 404, 405, 501) and await self.find(kind, name, namespace) is not None:
-                    self.can_watch = False
-                elif not transient(exc):
+                if gone:  # a second 410 in a row: the server is struggling, do not hammer it
+                    await asyncio.sleep(backoff)
+                    backoff = min(backoff * 2, self.poll_interval)
+                gone, stale = True, True
+            except Exception as exc:
+                if isinstance(exc, ApiException) and exc.status in (400, 404, 405, 501):
+                    self.can_watch = False  # this server cannot watch the resource: poll
+                elif not transient_async(exc):
                     raise
-                await asyncio.sleep(min(backoff, self.poll_interval))
-                backoff *= 2
-                obj = await self._current(kind, name, namespace, uid)
-                cursor.resource_version = obj["metadata"].get("resourceVersion", "")
-            except TRANSIENT:
-                await asyncio.sleep(min(backoff, self.poll_interval))
-                backoff *= 2
-                obj = await self._current(kind, name, namespace, uid)
-                cursor.resource_version = obj["metadata"].get("resourceVersion", "")
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, self.poll_interval)
+                stale = True
 
     async def pods(
         self, kind: str, name: str, namespace: str, *, uid: str | None = None,

@@ -9,6 +9,7 @@ then closes them.
 from __future__ import annotations
 
 import contextlib
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -65,8 +66,7 @@ class LogFollower:
         with self._lock:
             streams = list(self._streams.values())
         for response in streams:
-            with contextlib.suppress(Exception):
-                response.close()
+            _abort(response)
 
     def _watch_pods(self) -> None:
         selector = pod_selector(self.kind, self.name)
@@ -93,7 +93,11 @@ class LogFollower:
                     response.release_conn()
             except Gone:
                 cursor.resource_version = ""
-            except (ApiException, WatchError, *TRANSIENT):
+            except Exception as exc:  # closed by stop(), or trouble with the server: retry unless stopping
+                if self._stop.is_set():
+                    return
+                if not isinstance(exc, (ApiException, WatchError, *TRANSIENT)):
+                    raise
                 if self._stop.wait(min(2.0, self.client.poll_interval)):
                     return
                 cursor.resource_version = ""
@@ -113,12 +117,18 @@ class LogFollower:
         thread.start()
 
     def _follow(self, pod: str, container: str | None) -> None:
-        try:
-            response = self.client.stream_log(pod, self.namespace, container=container)
-        except (ApiException, *TRANSIENT) as exc:
-            self.sink(f"[{pod}] (log not available: {getattr(exc, 'reason', exc)})")
-            with self._lock:
-                self._followed.pop(pod, None)  # let the next pod event try again
+        response = None
+        for attempt in range(4):  # a container reported running may not have a log yet
+            try:
+                response = self.client.stream_log(pod, self.namespace, container=container)
+                break
+            except (ApiException, *TRANSIENT) as exc:
+                if attempt == 3 or self._stop.wait(0.25 * 2**attempt):
+                    self.sink(f"[{pod}] (log not available: {getattr(exc, 'reason', exc)})")
+                    with self._lock:
+                        self._followed.pop(pod, None)  # the next pod event tries again
+                    return
+        if response is None:
             return
         with self._lock:
             self._streams[pod] = response
@@ -132,3 +142,13 @@ class LogFollower:
                 self._streams.pop(pod, None)
             with contextlib.suppress(Exception):
                 response.release_conn()
+
+
+def _abort(response: Any) -> None:
+    """Unblock a thread reading ``response``: shut its socket down (closing the response itself would
+    wait for the reader's buffer lock)."""
+    connection = getattr(response, "connection", None)
+    sock = getattr(connection, "sock", None)
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)

@@ -133,13 +133,24 @@ class TrainingJobClient:
 
     # -- waiting ---------------------------------------------------------------------------------
 
-    def _current(self, kind: str, name: str, namespace: str, uid: str | None) -> dict[str, Any]:
-        obj = self.find(kind, name, namespace)
-        if obj is None:
+    def _current(self, kind: str, name: str, namespace: str, uid: str | None) -> tuple[dict[str, Any], str]:
+        """The job and the resourceVersion to watch from: a LIST's, which is current even when the
+        object itself has not changed for longer than the server's watch history reaches (a GET's
+        resourceVersion would be answered with 410 again)."""
+        res = resource_for(kind)
+        listed = self.custom.list_namespaced_custom_object(
+            res.group, res.version, namespace, res.plural, field_selector=f"metadata.name={name}",
+            _request_timeout=self._timeout,
+        )
+        items = listed.get("items") or []
+        if not items:
             raise JobDeleted(kind, namespace, name)
+        obj: dict[str, Any] = items[0]
         if uid and obj["metadata"].get("uid") != uid:
             raise JobDeleted(kind, namespace, name, "was replaced by another object of the same name")
-        return obj
+        obj.setdefault("kind", kind)
+        obj.setdefault("apiVersion", res.api_version)
+        return obj, str((listed.get("metadata") or {}).get("resourceVersion") or obj["metadata"].get("resourceVersion", ""))
 
     def watch_object(self, res: Resource, name: str, namespace: str, cursor: Cursor, seconds: float) -> Iterator[dict[str, Any]]:
         """The object's new versions until the server ends the watch after ``seconds``;
@@ -180,10 +191,22 @@ class TrainingJobClient:
         """
         res = resource_for(kind)
         deadline = None if timeout is None else time.monotonic() + timeout
-        obj = self._current(kind, name, namespace, uid)
-        cursor = Cursor(obj["metadata"].get("resourceVersion", ""))
-        backoff = 0.5
+        obj, version = self._current(kind, name, namespace, uid)
+        cursor = Cursor(version)
+        backoff, stale, gone = 0.5, False, False
         while True:
+            if stale:  # after a dropped watch, a 410 or a poll interval: read the job again
+                try:
+                    obj, cursor.resource_version = self._current(kind, name, namespace, uid)
+                    stale = False
+                except Exception as exc:
+                    if not transient(exc):
+                        raise
+                    if deadline is not None and time.monotonic() >= deadline:
+                        raise WaitTimeout(kind, namespace, name, float(timeout or 0), obj) from exc
+                    time.sleep(backoff)
+                    backoff = min(backoff * 2, self.poll_interval)
+                    continue
             if on_change is not None:
                 on_change(obj)
             if until(obj):
@@ -194,38 +217,34 @@ class TrainingJobClient:
             window = self.watch_timeout if remaining is None else min(self.watch_timeout, remaining)
             if not self.can_watch:
                 time.sleep(min(self.poll_interval, window))
-                obj = self._current(kind, name, namespace, uid)
+                stale = True
                 continue
             try:
                 for new in self.watch_object(res, name, namespace, cursor, window):
                     if uid and new["metadata"].get("uid") != uid:
                         raise JobDeleted(kind, namespace, name, "was replaced by another object of the same name")
                     obj = new
-                    backoff = 0.5
+                    backoff, gone = 0.5, False
                     if on_change is not None:
                         on_change(obj)
                     if until(obj):
                         return obj
                     if deadline is not None and time.monotonic() >= deadline:
                         break
-                # The server closed the watch at its timeout: continue from the cursor, no GET needed.
+                # The server ended the watch at its timeout: continue from the cursor, no read needed.
             except Gone:
-                obj = self._current(kind, name, namespace, uid)
-                cursor.resource_version = obj["metadata"].get("resourceVersion", "")
-            except ApiException as exc:
-                if exc.status in (400, 404, 405, 501) and self.find(kind, name, namespace) is not None:
-                    self.can_watch = False  # the server cannot watch this resource: poll
+                if gone:  # a second 410 in a row: the server is struggling, do not hammer it
+                    time.sleep(backoff)
+                    backoff = min(backoff * 2, self.poll_interval)
+                gone, stale = True, True
+            except Exception as exc:
+                if isinstance(exc, ApiException) and exc.status in (400, 404, 405, 501):
+                    self.can_watch = False  # this server cannot watch the resource: poll
                 elif not transient(exc):
                     raise
-                time.sleep(min(backoff, self.poll_interval))
-                backoff *= 2
-                obj = self._current(kind, name, namespace, uid)
-                cursor.resource_version = obj["metadata"].get("resourceVersion", "")
-            except TRANSIENT + (WatchError,):
-                time.sleep(min(backoff, self.poll_interval))
-                backoff *= 2
-                obj = self._current(kind, name, namespace, uid)
-                cursor.resource_version = obj["metadata"].get("resourceVersion", "")
+                time.sleep(backoff)
+                backoff = min(backoff * 2, self.poll_interval)
+                stale = True
 
     # -- pods, logs, events ----------------------------------------------------------------------
 
