@@ -47,6 +47,10 @@ def get_provider_info() -> dict[str, Any]:
                 "integration-name": "KitOps",
                 "python-modules": ["airflow_provider_training.hooks.registry"],
             },
+            {
+                "integration-name": "Kubeflow Training Operator",
+                "python-modules": ["airflow_provider_training.hooks.training"],
+            },
         ],
         "triggers": [
             {

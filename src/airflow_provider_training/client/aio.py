@@ -21,6 +21,7 @@ from airflow_provider_training.client.sync import finished, owned_by
 from airflow_provider_training.client.watching import Cursor, Gone, WatchError, parse_event
 
 Predicate = Callable[[dict[str, Any]], bool]
+Objects = list[dict[str, Any]]  # (the clients have a method called ``list``)
 TRANSIENT = (aiohttp.ClientError, OSError, asyncio.TimeoutError, WatchError)
 
 
@@ -79,7 +80,7 @@ class AsyncTrainingJobClient:
             raise JobNotFound(kind, namespace, name)
         return found
 
-    async def list(self, kind: str, namespace: str, label_selector: str | None = None) -> list[dict[str, Any]]:
+    async def list(self, kind: str, namespace: str, label_selector: str | None = None) -> Objects:
         res = resource_for(kind)
         listed = await self.custom.list_namespaced_custom_object(
             res.group, res.version, namespace, res.plural, label_selector=label_selector or "",
@@ -96,7 +97,8 @@ class AsyncTrainingJobClient:
             body["preconditions"] = {"uid": uid}
         try:
             await self.custom.delete_namespaced_custom_object(
-                res.group, res.version, namespace, res.plural, name, body=body, _request_timeout=self._timeout
+                res.group, res.version, namespace, res.plural, name, body=body,  # type: ignore[arg-type]
+                _request_timeout=self._timeout,
             )
         except ApiException as exc:
             if exc.status in (404, 409):
@@ -126,7 +128,7 @@ class AsyncTrainingJobClient:
     async def watch_object(
         self, res: Resource, name: str, namespace: str, cursor: Cursor, seconds: float
     ) -> AsyncIterator[dict[str, Any]]:
-        response = await self.custom.list_namespaced_custom_object(
+        response: Any = await self.custom.list_namespaced_custom_object(
             res.group, res.version, namespace, res.plural,
             field_selector=f"metadata.name={name}", watch=True, allow_watch_bookmarks=True,
             resource_version=cursor.resource_version, timeout_seconds=max(1, int(seconds)),
@@ -219,8 +221,8 @@ class AsyncTrainingJobClient:
     async def pods(
         self, kind: str, name: str, namespace: str, *, uid: str | None = None,
         replica_type: str | None = None, index: int | None = None,
-    ) -> list[dict[str, Any]]:
-        response = await self.core.list_namespaced_pod(
+    ) -> Objects:
+        response: Any = await self.core.list_namespaced_pod(
             namespace, label_selector=pod_selector(kind, name, replica_type, index),
             _preload_content=False, _request_timeout=self._timeout,
         )
@@ -236,7 +238,7 @@ class AsyncTrainingJobClient:
             kwargs["container"] = container
         if tail_lines is not None:
             kwargs["tail_lines"] = tail_lines
-        response = await self.core.read_namespaced_pod_log(
+        response: Any = await self.core.read_namespaced_pod_log(
             pod, namespace, _preload_content=False, _request_timeout=self._timeout, **kwargs
         )
         text = await response.read()
@@ -244,13 +246,13 @@ class AsyncTrainingJobClient:
             raise ApiException(status=response.status, reason=text.decode("utf-8", "replace")[:500])
         return text.decode("utf-8", "replace")
 
-    async def events(self, kind: str, name: str, namespace: str, *, uid: str | None = None) -> list[dict[str, Any]]:
-        mine = await self.core.list_namespaced_event(
+    async def events(self, kind: str, name: str, namespace: str, *, uid: str | None = None) -> Objects:
+        mine: Any = await self.core.list_namespaced_event(
             namespace, field_selector=f"involvedObject.kind={kind},involvedObject.name={name}",
             _request_timeout=self._timeout, _preload_content=False,
         )
         pods = {p["metadata"]["name"] for p in await self.pods(kind, name, namespace, uid=uid)}
-        of_pods = await self.core.list_namespaced_event(
+        of_pods: Any = await self.core.list_namespaced_event(
             namespace, field_selector="involvedObject.kind=Pod", _request_timeout=self._timeout,
             _preload_content=False,
         )

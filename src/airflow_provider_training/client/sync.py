@@ -26,6 +26,7 @@ from airflow_provider_training.client.state import job_state
 from airflow_provider_training.client.watching import Cursor, Gone, WatchError, parse_event
 
 Predicate = Callable[[dict[str, Any]], bool]
+Objects = list[dict[str, Any]]  # (the clients have a method called ``list``)
 TRANSIENT = (urllib3.exceptions.HTTPError, OSError)
 
 
@@ -96,7 +97,7 @@ class TrainingJobClient:
             raise JobNotFound(kind, namespace, name)
         return found
 
-    def list(self, kind: str, namespace: str, label_selector: str | None = None) -> list[dict[str, Any]]:
+    def list(self, kind: str, namespace: str, label_selector: str | None = None) -> Objects:
         res = resource_for(kind)
         listed = self.custom.list_namespaced_custom_object(
             res.group, res.version, namespace, res.plural, label_selector=label_selector or "",
@@ -257,7 +258,7 @@ class TrainingJobClient:
         uid: str | None = None,
         replica_type: str | None = None,
         index: int | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> Objects:
         """The job's pods (for a training job: by replica type and index), sorted by name."""
         response = self.core.list_namespaced_pod(
             namespace, label_selector=pod_selector(kind, name, replica_type, index),
@@ -294,7 +295,7 @@ class TrainingJobClient:
             pod, namespace, follow=True, _preload_content=False, _request_timeout=(10.0, None), **kwargs
         )
 
-    def events(self, kind: str, name: str, namespace: str, *, uid: str | None = None) -> list[dict[str, Any]]:
+    def events(self, kind: str, name: str, namespace: str, *, uid: str | None = None) -> Objects:
         """Events of the job and of its pods, oldest first."""
         mine = self.core.list_namespaced_event(
             namespace, field_selector=f"involvedObject.kind={kind},involvedObject.name={name}",

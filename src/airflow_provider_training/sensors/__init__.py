@@ -1,1 +1,5 @@
-"""sensors."""
+"""Sensors of the provider."""
+
+from airflow_provider_training.sensors.training import TrainingJobSensor
+
+__all__ = ["TrainingJobSensor"]

@@ -1,0 +1,447 @@
+"""Operators that submit a training job and wait for it: ``TrainingJobOperator`` (any kind) and one
+typed operator per kind (``PyTorchJobOperator`` …).
+
+Flow of a try: load and validate the job → find a job of this task to reattach to (task state
+store, then identity labels) or submit one (name-collision policy ``if_job_exists``) → push
+``job_name`` / ``job_namespace`` / ``job_uid`` / ``job_kind`` to XCom and remember the job in the
+task state store → wait (watch-based; replica logs streamed into the task log) or defer to
+:class:`TrainingJobTrigger` → apply ``on_finish_action`` → return a summary or fail with the job's
+reason, the failed replicas' exit codes and the tails of their logs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any, ClassVar
+
+from airflow.sdk import BaseOperator, conf
+from airflow.sdk.exceptions import AirflowException, AirflowFailException
+
+from airflow_provider_training.client import (
+    JobDeleted,
+    LogFollower,
+    TrainingJobClient,
+    WaitTimeout,
+    job_state,
+    replica_failure,
+    summary,
+)
+from airflow_provider_training.client.state import main_container
+from airflow_provider_training.hooks.training import DEFAULT, TrainingHook
+from airflow_provider_training.links.training import TrainingJobLink
+from airflow_provider_training.operators import identity, spec
+from airflow_provider_training.operators.replicas import failure_report, replica_filter
+from airflow_provider_training.specs import JobSpecError
+from airflow_provider_training.specs.kinds import KINDS
+from airflow_provider_training.triggers.training import TrainingJobTrigger
+
+STATE_KEY = "training_job"
+FINISH_ACTIONS = ("keep", "delete", "delete_succeeded")
+KILL_ACTIONS = ("delete", "keep")
+RESUME_LOG_LINES = 10_000
+
+
+def _seconds(value: float | timedelta | None) -> float | None:
+    return value.total_seconds() if isinstance(value, timedelta) else (float(value) if value is not None else None)
+
+
+class TrainingJobOperator(BaseOperator):
+    """Submit a Kubeflow training job and wait until it has ``Succeeded`` or ``Failed``.
+
+    :param job: the job: a dict, a YAML string, a path to a ``.yaml`` / ``.yml`` / ``.json`` file
+        (read as a Jinja template, relative to the DAG folder or ``template_searchpath``), or a
+        pydantic job object (``airflow_provider_training.specs.PyTorchJob`` …). Templated: strings
+        inside it may use ``{{ params.epochs }}``, ``{{ ds_nodash }}``…; values that render as strings
+        where the schema wants an integer or boolean (``replicas: "{{ params.replicas }}"``) are
+        converted. Validated before submitting; lint warnings go to the task log.
+    :param name: job name (templated); overrides ``metadata.name``. Without any name the job is
+        called ``<task_id>-<hash of the run>``.
+    :param namespace: namespace (templated); default: the document's, else the connection's, else
+        ``default``.
+    :param labels: extra labels for the job and its pods (templated).
+    :param kubernetes_conn_id: a cncf.kubernetes ``kubernetes`` connection. Default: the provider
+        option ``[training] kubernetes_conn_id``; empty means the embedded control plane of this
+        machine, started on demand.
+    :param wait_for_completion: wait until the job finishes (default). ``False`` returns right after
+        submitting (or reattaching).
+    :param deferrable: free the worker slot while waiting; a triggerer watches the job. Default:
+        ``[operators] default_deferrable``.
+    :param poll_interval: seconds between status reads when the API server cannot watch, and the
+        cap of the retry back-off after a dropped connection. Waiting is watch-based otherwise: a
+        waiting job costs less than one API request per minute while nothing changes.
+    :param timeout: job-level timeout (seconds or ``timedelta``) from the first submission of this
+        try. When it expires the job is treated as killed (``on_kill_action``) and the task fails.
+    :param on_finish_action: ``"keep"`` (default: the job stays as history, its logs readable),
+        ``"delete"`` (delete the job and its pods when it finished, either way), or
+        ``"delete_succeeded"`` (delete only a job that succeeded; keep a failed one to inspect).
+    :param on_kill_action: ``"delete"`` (default) or ``"keep"``: what happens to the job when the task
+        is killed (``on_kill``; in deferrable mode the trigger's ``on_kill`` on a user's mark
+        failed / success / clear — not on a triggerer restart) or times out.
+    :param log_replicas: whose logs stream into the task log: ``"master"`` (default: the master-role
+        replica — Master, Chief or Launcher, else worker 0), ``"all"``, ``"none"``, or a list such as
+        ``["master", "worker-1"]``. Lines are prefixed with the pod name. In deferrable mode the logs
+        are fetched and printed when the task resumes.
+    :param if_job_exists: when the name is taken. A *running* job of this very task is always
+        reattached (a retry after a worker crash). Otherwise ``"reattach"`` (default) keeps a
+        finished job of this task and submits the retry as ``<name>-r<try>``, and fails for someone
+        else's job; ``"rename"`` always submits under a new name; ``"replace"`` deletes the existing
+        job first; ``"fail"`` fails.
+    :param log_tail_lines: log lines per failed replica in the error of a failed job (default 50).
+    :param watch_timeout: seconds one watch request lasts before it is renewed (default 240).
+
+    XCom (pushed before waiting): ``job_name``, ``job_namespace``, ``job_uid``, ``job_kind`` (and
+    ``job_api_url`` for the extra link). Returns a summary dict: ``kind``, ``name``, ``namespace``,
+    ``uid``, ``state``, ``reason``, ``message``, ``created``, ``started``, ``completed``,
+    ``replica_statuses``.
+    """
+
+    template_fields: Sequence[str] = ("job", "name", "namespace", "labels")
+    template_ext: Sequence[str] = (".yaml", ".yml", ".json")
+    template_fields_renderers = {"job": "yaml"}
+    ui_color = "#dbe9f6"
+    operator_extra_links = (TrainingJobLink(),)
+    kind: ClassVar[str | None] = None
+
+    def __init__(
+        self,
+        job: Any,
+        *,
+        name: str | None = None,
+        namespace: str | None = None,
+        labels: dict[str, str] | None = None,
+        kubernetes_conn_id: str | None = DEFAULT,
+        wait_for_completion: bool = True,
+        deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
+        poll_interval: float = 10.0,
+        timeout: float | timedelta | None = None,
+        on_finish_action: str = "keep",
+        on_kill_action: str = "delete",
+        log_replicas: str | Sequence[str] = "master",
+        if_job_exists: str = "reattach",
+        log_tail_lines: int = 50,
+        watch_timeout: float = 240.0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        from airflow_provider_training.specs import TrainingJob
+
+        # A model becomes a dict so Jinja can render the strings inside it.
+        self.job = job.to_dict() if isinstance(job, TrainingJob) else job
+        self.name = name
+        self.namespace = namespace
+        self.labels = labels or {}
+        self.kubernetes_conn_id = kubernetes_conn_id
+        self.wait_for_completion = wait_for_completion
+        self.deferrable = deferrable
+        self.poll_interval = poll_interval
+        self.timeout = timeout
+        if on_finish_action not in FINISH_ACTIONS:
+            raise ValueError(f"on_finish_action must be one of {', '.join(FINISH_ACTIONS)} (got {on_finish_action!r})")
+        if on_kill_action not in KILL_ACTIONS:
+            raise ValueError(f"on_kill_action must be one of {', '.join(KILL_ACTIONS)} (got {on_kill_action!r})")
+        if if_job_exists not in identity.POLICIES:
+            raise ValueError(f"if_job_exists must be one of {', '.join(identity.POLICIES)} (got {if_job_exists!r})")
+        self.on_finish_action = on_finish_action
+        self.on_kill_action = on_kill_action
+        self.log_replicas = log_replicas
+        self.if_job_exists = if_job_exists
+        self.log_tail_lines = log_tail_lines
+        self.watch_timeout = watch_timeout
+        self._submitted: dict[str, Any] | None = None  # the job this try waits for (for on_kill)
+
+    # -- plumbing ---------------------------------------------------------------------------------
+
+    def hook(self) -> TrainingHook:
+        return TrainingHook(kubernetes_conn_id=self.kubernetes_conn_id)
+
+    def client(self, hook: TrainingHook) -> TrainingJobClient:
+        return hook.get_client(watch_timeout=self.watch_timeout, poll_interval=self.poll_interval)
+
+    def build(self, context: Any, hook: TrainingHook) -> dict[str, Any]:
+        """The document to submit: loaded, coerced, named, labelled with the task's identity, validated."""
+        ti = context["ti"]
+        try:
+            data = spec.load(self.job, self.kind)
+        except JobSpecError as exc:
+            raise AirflowFailException(f"task {self.task_id}: {exc}") from None
+        meta = data.get("metadata") or {}
+        run_id = context["run_id"]
+        map_index = int(getattr(ti, "map_index", -1) if getattr(ti, "map_index", None) is not None else -1)
+        name = self.name or meta.get("name") or identity.default_name(self.task_id, run_id, map_index)
+        namespace = self.namespace or meta.get("namespace") or hook.get_namespace() or "default"
+        labels = {**self.labels, **identity.identity_labels(ti.dag_id, ti.task_id, run_id, map_index, ti.try_number)}
+        annotations = {f"{identity.PREFIX}/run-id": run_id, f"{identity.PREFIX}/dag-id": ti.dag_id,
+                       f"{identity.PREFIX}/task-id": ti.task_id}
+        data = spec.apply(data, name=name, namespace=namespace, labels=labels, annotations=annotations)
+        try:
+            _, report = spec.check(data)
+        except JobSpecError as exc:
+            raise AirflowFailException(f"task {self.task_id}: {exc}") from None
+        for warning in report.warnings:
+            self.log.warning("%s: %s", report.title, warning)
+        return data
+
+    # -- reattach or submit -----------------------------------------------------------------------
+
+    def _stored(self, context: Any, client: TrainingJobClient, kind: str) -> dict[str, Any] | None:
+        """The job this task submitted in an earlier try, if it still runs (fenced by uid)."""
+        store = context.get("task_state_store")
+        ref = store.get(STATE_KEY) if store is not None else None
+        if not isinstance(ref, dict) or ref.get("kind") != kind:
+            return None
+        found = client.find(kind, ref["name"], ref["namespace"])
+        if found is None or found["metadata"].get("uid") != ref.get("uid"):
+            return None
+        if job_state(found).finished:
+            self.log.info("%s %s/%s from an earlier try has finished (%s); it stays as history",
+                          kind, ref["namespace"], ref["name"], job_state(found).phase)
+            return None
+        return found
+
+    def _labelled(self, client: TrainingJobClient, body: dict[str, Any]) -> dict[str, Any] | None:
+        """A running job with this task's identity labels (when the state store had nothing)."""
+        meta = body["metadata"]
+        found = [j for j in client.list(body["kind"], meta["namespace"], identity.selector(meta["labels"]))
+                 if not job_state(j).finished]
+        if len(found) > 1:
+            self.log.warning("%d running jobs carry this task's identity: %s; reattaching to the newest",
+                             len(found), ", ".join(j["metadata"]["name"] for j in found))
+        return max(found, key=lambda j: str(j["metadata"].get("creationTimestamp", ""))) if found else None
+
+    def submit_or_reattach(self, context: Any, client: TrainingJobClient, body: dict[str, Any]) -> dict[str, Any]:
+        kind, meta = body["kind"], body["metadata"]
+        existing = self._stored(context, client, kind) or self._labelled(client, body)
+        if existing is not None:
+            self.log.info("Reattaching to %s %s/%s (uid %s), still %s", kind, existing["metadata"]["namespace"],
+                          existing["metadata"]["name"], existing["metadata"]["uid"], job_state(existing).phase)
+            return existing
+        base, try_number = meta["name"], int(context["ti"].try_number)
+        for attempt in range(5):
+            current = client.find(kind, meta["name"], meta["namespace"])
+            decision = identity.on_existing(current, meta["labels"], self.if_job_exists)
+            if decision.action == "reattach" and current is not None:
+                self.log.info("%s", decision.why)
+                return current
+            if decision.action == "fail":
+                raise AirflowFailException(decision.why)
+            if decision.action == "rename":
+                self.log.info("%s", decision.why)
+                meta["name"] = identity.retry_name(base, try_number, attempt)
+                continue
+            if decision.action == "replace" and current is not None:
+                self.log.info("%s", decision.why)
+                client.delete(kind, meta["name"], meta["namespace"], uid=current["metadata"]["uid"])
+            created = client.create(body)
+            self.log.info("Submitted %s %s/%s (uid %s)", kind, meta["namespace"], meta["name"],
+                          created["metadata"]["uid"])
+            return created
+        raise AirflowFailException(f"could not find a free name for {kind} {meta['namespace']}/{base}")
+
+    def remember(self, context: Any, hook: TrainingHook, job: dict[str, Any]) -> None:
+        """XCom and the task state store, before any waiting: a crash or kill still leaves the trail."""
+        meta = job["metadata"]
+        ti = context["ti"]
+        for key, value in (("job_name", meta["name"]), ("job_namespace", meta["namespace"]),
+                           ("job_uid", meta["uid"]), ("job_kind", job["kind"]), ("job_api_url", hook.api_url)):
+            ti.xcom_push(key=key, value=value)
+        store = context.get("task_state_store")
+        if store is not None:
+            store.set(STATE_KEY, {"kind": job["kind"], "name": meta["name"], "namespace": meta["namespace"],
+                                  "uid": meta["uid"]})
+        self._submitted = {"kind": job["kind"], "name": meta["name"], "namespace": meta["namespace"],
+                           "uid": meta["uid"]}
+
+    # -- execute ----------------------------------------------------------------------------------
+
+    def execute(self, context: Any) -> Any:
+        hook = self.hook()
+        client = self.client(hook)
+        body = self.build(context, hook)
+        job = self.submit_or_reattach(context, client, body)
+        self.remember(context, hook, job)
+        kind, meta = job["kind"], job["metadata"]
+        if not self.wait_for_completion:
+            return summary(job)
+        timeout = _seconds(self.timeout)
+        if self.deferrable and not job_state(job).finished:
+            self.defer(
+                trigger=TrainingJobTrigger(
+                    kind, meta["name"], meta["namespace"], meta["uid"], **hook.trigger_connection(),
+                    poll_interval=self.poll_interval, watch_timeout=self.watch_timeout,
+                    deadline=None if timeout is None else time.time() + timeout, on_kill_action=self.on_kill_action,
+                ),
+                method_name="execute_complete",
+            )
+        select = replica_filter(self.log_replicas, job)
+        follower = None
+        if select is not None:
+            follower = LogFollower(client, kind, meta["name"], meta["namespace"], sink=self._log_line, select=select,
+                                   uid=meta["uid"], container=KINDS[kind].default_container if kind in KINDS else None)
+            follower.start()
+        phase = [""]
+
+        def transition(obj: dict[str, Any]) -> None:
+            state = job_state(obj)
+            if state.phase != phase[0]:
+                phase[0] = state.phase
+                self.log.info("%s %s/%s is %s%s", kind, meta["namespace"], meta["name"], state.phase,
+                              f": {state.message}" if state.message else "")
+
+        try:
+            final = client.wait(kind, meta["name"], meta["namespace"], uid=meta["uid"], timeout=timeout,
+                                on_change=transition)
+        except WaitTimeout as exc:
+            self._abandon(client, "the job-level timeout expired")
+            raise AirflowException(str(exc)) from None
+        except JobDeleted as exc:
+            raise AirflowException(str(exc)) from None
+        finally:
+            if follower is not None:
+                follower.stop(drain=5.0)
+        return self.finish(client, final)
+
+    def execute_complete(self, context: Any, event: dict[str, Any]) -> Any:
+        """Resume after deferral: print the replicas' logs, then finish like the sync path."""
+        hook = self.hook()
+        client = self.client(hook)
+        self._submitted = {k: event.get(k) for k in ("kind", "name", "namespace", "uid")}
+        status = event.get("status")
+        if status == "timeout":
+            self._print_logs(client, event)
+            self._abandon(client, "the job-level timeout expired")
+            raise AirflowException(event.get("message") or "the job did not finish in time")
+        if status != "finished":
+            raise AirflowException(event.get("message") or f"waiting for the job failed ({status})")
+        job = client.get(event["kind"], event["name"], event["namespace"])
+        self._print_logs(client, event, job)
+        return self.finish(client, job)
+
+    def _print_logs(self, client: TrainingJobClient, event: dict[str, Any], job: dict[str, Any] | None = None) -> None:
+        job = job or client.find(event["kind"], event["name"], event["namespace"])
+        select = replica_filter(self.log_replicas, job) if job else None
+        if select is None:
+            return
+        kind = event["kind"]
+        for pod in client.pods(kind, event["name"], event["namespace"], uid=event.get("uid")):
+            if not select(pod):
+                continue
+            container = main_container(pod, KINDS[kind].default_container if kind in KINDS else None)
+            try:
+                text = client.read_log(pod["metadata"]["name"], event["namespace"], container=container,
+                                       tail_lines=RESUME_LOG_LINES)
+            except Exception as exc:
+                self.log.info("[%s] (log not available: %s)", pod["metadata"]["name"], exc)
+                continue
+            for line in text.splitlines():
+                self._log_line(f"[{pod['metadata']['name']}] {line}")
+
+    def _log_line(self, line: str) -> None:
+        self.log.info("%s", line)
+
+    # -- finishing --------------------------------------------------------------------------------
+
+    def finish(self, client: TrainingJobClient, job: dict[str, Any]) -> dict[str, Any]:
+        """Apply ``on_finish_action``; return the summary, or raise with the failure report."""
+        state = job_state(job)
+        meta = job["metadata"]
+        result = summary(job)
+        if state.succeeded:
+            self.log.info("%s %s/%s succeeded: %s", job["kind"], meta["namespace"], meta["name"], state.message)
+            if self.on_finish_action in ("delete", "delete_succeeded"):
+                client.delete(job["kind"], meta["name"], meta["namespace"], uid=meta["uid"], propagation="Background")
+            return result
+        report = self.failure(client, job)
+        if self.on_finish_action == "delete":
+            client.delete(job["kind"], meta["name"], meta["namespace"], uid=meta["uid"], propagation="Background")
+        raise AirflowException(report)
+
+    def failure(self, client: TrainingJobClient, job: dict[str, Any]) -> str:
+        kind, meta = job["kind"], job["metadata"]
+        container = KINDS[kind].default_container if kind in KINDS else None
+        pods = client.pods(kind, meta["name"], meta["namespace"], uid=meta["uid"])
+        failures = [f for p in pods if (f := replica_failure(p, main_container(p, container))) is not None]
+        tails: dict[str, str] = {}
+        for failed in failures:
+            pod = next(p for p in pods if p["metadata"]["name"] == failed.pod)
+            try:
+                tails[failed.pod] = client.read_log(failed.pod, meta["namespace"], container=main_container(pod, container),
+                                                    tail_lines=self.log_tail_lines)
+            except Exception as exc:
+                tails[failed.pod] = f"(log not available: {getattr(exc, 'reason', exc)})"
+        try:
+            events = client.events(kind, meta["name"], meta["namespace"], uid=meta["uid"])
+        except Exception:
+            events = []
+        return failure_report(job, failures, tails, events)
+
+    def _abandon(self, client: TrainingJobClient, why: str) -> None:
+        ref = self._submitted
+        if ref is None:
+            return
+        if self.on_kill_action == "delete":
+            gone = client.delete(ref["kind"], ref["name"], ref["namespace"], uid=ref["uid"])
+            self.log.info("%s: %s %s/%s %s", why, ref["kind"], ref["namespace"], ref["name"],
+                          "deleted" if gone else "was already gone")
+        else:
+            self.log.info("%s: %s %s/%s kept (on_kill_action='keep')", why, ref["kind"], ref["namespace"], ref["name"])
+
+    def on_kill(self) -> None:
+        """The running task is being killed (user action, SIGTERM, execution_timeout): apply
+        ``on_kill_action`` to the job this try waits for."""
+        if self._submitted is None:
+            return
+        try:
+            self._abandon(self.client(self.hook()), "the task was killed")
+        except Exception:
+            self.log.exception("could not apply on_kill_action to %s", self._submitted)
+
+
+class PyTorchJobOperator(TrainingJobOperator):
+    """Submit a PyTorchJob and wait for it (see :class:`TrainingJobOperator` for every parameter, XCom and the
+    return value). ``job`` may leave out ``apiVersion`` and ``kind``; a document of another kind is refused."""
+
+    kind = "PyTorchJob"
+
+
+class TFJobOperator(TrainingJobOperator):
+    """Submit a TFJob and wait for it (see :class:`TrainingJobOperator` for every parameter, XCom and the
+    return value). ``job`` may leave out ``apiVersion`` and ``kind``; a document of another kind is refused."""
+
+    kind = "TFJob"
+
+
+class MPIJobOperator(TrainingJobOperator):
+    """Submit a MPIJob and wait for it (see :class:`TrainingJobOperator` for every parameter, XCom and the
+    return value). ``job`` may leave out ``apiVersion`` and ``kind``; a document of another kind is refused."""
+
+    kind = "MPIJob"
+
+
+class XGBoostJobOperator(TrainingJobOperator):
+    """Submit a XGBoostJob and wait for it (see :class:`TrainingJobOperator` for every parameter, XCom and the
+    return value). ``job`` may leave out ``apiVersion`` and ``kind``; a document of another kind is refused."""
+
+    kind = "XGBoostJob"
+
+
+class PaddleJobOperator(TrainingJobOperator):
+    """Submit a PaddleJob and wait for it (see :class:`TrainingJobOperator` for every parameter, XCom and the
+    return value). ``job`` may leave out ``apiVersion`` and ``kind``; a document of another kind is refused."""
+
+    kind = "PaddleJob"
+
+
+class MXJobOperator(TrainingJobOperator):
+    """Submit a MXJob and wait for it (see :class:`TrainingJobOperator` for every parameter, XCom and the
+    return value). ``job`` may leave out ``apiVersion`` and ``kind``; a document of another kind is refused."""
+
+    kind = "MXJob"
+
+
+class JAXJobOperator(TrainingJobOperator):
+    """Submit a JAXJob and wait for it (see :class:`TrainingJobOperator` for every parameter, XCom and the
+    return value). ``job`` may leave out ``apiVersion`` and ``kind``; a document of another kind is refused."""
+
+    kind = "JAXJob"

@@ -1,0 +1,103 @@
+"""``TrainingJobTrigger``: watches one job from the triggerer until it finishes, then fires once.
+
+Connection details come resolved from the worker (``connection_extras``), so a triggerer without
+the worker's environment reaches the same cluster. The watch survives API disconnects and 410s
+(:class:`AsyncTrainingJobClient`). ``deadline`` is wall-clock, so a trigger that moves to another
+triggerer keeps the job-level timeout of the first deferral.
+
+Events (exactly one): ``{"status": "finished" | "timeout" | "deleted" | "error", "kind", "name",
+"namespace", "uid", "job": <summary>, "message"}``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+from airflow_provider_training.client import JobDeleted, WaitTimeout, summary
+from airflow_provider_training.hooks.training import AsyncTrainingHook
+
+
+class TrainingJobTrigger(BaseTrigger):
+    def __init__(
+        self,
+        kind: str,
+        name: str,
+        namespace: str,
+        uid: str | None = None,
+        *,
+        kubernetes_conn_id: str | None = None,
+        connection_extras: dict[str, Any] | None = None,
+        poll_interval: float = 10.0,
+        watch_timeout: float = 240.0,
+        deadline: float | None = None,
+        on_kill_action: str = "keep",
+    ) -> None:
+        super().__init__()
+        self.kind, self.name, self.namespace, self.uid = kind, name, namespace, uid
+        self.kubernetes_conn_id = kubernetes_conn_id
+        self.connection_extras = connection_extras
+        self.poll_interval = poll_interval
+        self.watch_timeout = watch_timeout
+        self.deadline = deadline
+        self.on_kill_action = on_kill_action
+        self._fired = False
+
+    def __repr__(self) -> str:  # no connection extras: they may hold credentials
+        return f"<TrainingJobTrigger {self.kind} {self.namespace}/{self.name} uid={self.uid}>"
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {
+                "kind": self.kind,
+                "name": self.name,
+                "namespace": self.namespace,
+                "uid": self.uid,
+                "kubernetes_conn_id": self.kubernetes_conn_id,
+                "connection_extras": self.connection_extras,
+                "poll_interval": self.poll_interval,
+                "watch_timeout": self.watch_timeout,
+                "deadline": self.deadline,
+                "on_kill_action": self.on_kill_action,
+            },
+        )
+
+    def hook(self) -> AsyncTrainingHook:
+        return AsyncTrainingHook(kubernetes_conn_id=self.kubernetes_conn_id, connection_extras=self.connection_extras)
+
+    def _event(self, status: str, message: str = "", job: dict[str, Any] | None = None) -> TriggerEvent:
+        self._fired = True
+        return TriggerEvent({
+            "status": status, "kind": self.kind, "name": self.name, "namespace": self.namespace, "uid": self.uid,
+            "job": summary(job) if job else None, "message": message,
+        })
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        timeout = None if self.deadline is None else max(0.0, self.deadline - time.time())
+        try:
+            async with self.hook().get_client(watch_timeout=self.watch_timeout, poll_interval=self.poll_interval) as jobs:
+                job = await jobs.wait(self.kind, self.name, self.namespace, uid=self.uid, timeout=timeout)
+        except WaitTimeout as exc:
+            yield self._event("timeout", str(exc), exc.last)
+            return
+        except JobDeleted as exc:
+            yield self._event("deleted", str(exc))
+            return
+        except Exception as exc:  # the task fails with the reason instead of hanging in deferral
+            yield self._event("error", f"{type(exc).__name__}: {exc}")
+            return
+        yield self._event("finished", "", job)
+
+    async def on_kill(self) -> None:
+        """A user killed the deferred task (mark failed/success, clear): apply ``on_kill_action``.
+        Airflow 3.3 calls this only for user actions, never for a triggerer restart."""
+        if self._fired or self.on_kill_action != "delete":
+            return
+        async with self.hook().get_client() as jobs:
+            deleted = await jobs.delete(self.kind, self.name, self.namespace, uid=self.uid)
+        self.log.info("%s %s/%s %s", self.kind, self.namespace, self.name,
+                      "deleted because the task was killed" if deleted else "was already gone")
