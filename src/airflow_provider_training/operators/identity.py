@@ -32,17 +32,19 @@ def safe_label_value(value: str) -> str:
 
 
 def identity_labels(dag_id: str, task_id: str, run_id: str, map_index: int, try_number: int) -> dict[str, str]:
-    return {
+    labels = {
         DAG_ID: safe_label_value(dag_id),
         TASK_ID: safe_label_value(task_id),
         RUN_ID: safe_label_value(run_id),
-        MAP_INDEX: str(map_index),
         TRY_NUMBER: str(try_number),
     }
+    if map_index >= 0:  # as in KubernetesPodOperator: unmapped tasks carry no map-index label
+        labels[MAP_INDEX] = str(map_index)
+    return labels
 
 
 def selector(labels: Mapping[str, str]) -> str:
-    return ",".join(f"{key}={labels[key]}" for key in IDENTITY)
+    return ",".join(f"{key}={labels[key]}" if key in labels else f"!{key}" for key in IDENTITY)
 
 
 def same_identity(job: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
