@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
-from airflow.sdk.exceptions import AirflowException, AirflowFailException
+from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 
 from airflow_provider_training.client import job_state, resource_for, summary
 from airflow_provider_training.hooks.training import DEFAULT, TrainingHook
@@ -81,7 +81,12 @@ class TrainingJobSensor(BaseSensorOperator):
         job = hook.get_client().find(self.kind, self.job_name, namespace)
         if job is None:
             raise AirflowFailException(f"{self.kind} {namespace}/{self.job_name} does not exist")
-        verdict = self._judge(job, namespace)
+        try:
+            verdict = self._judge(job, namespace)
+        except AirflowFailException as exc:
+            if self.soft_fail:
+                raise AirflowSkipException(f"soft_fail: {exc}") from exc
+            raise
         if verdict.is_done:
             return verdict.xcom_value
         self.defer(

@@ -1,0 +1,123 @@
+"""Deferrable operators, the trigger's on_kill, and TrainingJobSensor in poke / reschedule /
+deferrable modes, in real Airflow runs (``dag.test()`` runs triggers inline)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from airflow_provider_training.triggers import TrainingJobTrigger
+from tests.client.jobs import job
+from tests.operators.helpers import dag_file, fail, job_literal, succeed, xcom
+
+
+def test_deferrable_success_prints_logs_on_resume(
+    run_dag: Any, autopilot: Any, test_namespace: str, capfd: Any
+) -> None:
+    autopilot("PyTorchJob", test_namespace, "airflow-training/dag-id=deferred_ok",
+              succeed(["epoch 1 loss 0.4"], delay=1.0))
+    dr = run_dag(dag_file("deferred_ok", f'''
+PyTorchJobOperator(task_id="train", job={job_literal()}, namespace="{test_namespace}", deferrable=True)
+'''), "deferred_ok")
+    ti = dr.get_task_instance("train")
+    assert ti.state == "success"
+    assert xcom(ti, "return_value")["state"] == "Succeeded"
+    assert xcom(ti, "job_name") == "mnist"
+    out = capfd.readouterr().out
+    assert "Pausing task as DEFERRED" in out
+    assert "[mnist-master-0] epoch 1 loss 0.4" in out
+
+
+def test_deferrable_failure_carries_the_reason(run_dag: Any, autopilot: Any, test_namespace: str, capfd: Any) -> None:
+    autopilot("PyTorchJob", test_namespace, "airflow-training/dag-id=deferred_fail", fail(["CUDA error"], delay=0.5))
+    dr = run_dag(dag_file("deferred_fail", f'''
+PyTorchJobOperator(task_id="train", job={job_literal()}, namespace="{test_namespace}", deferrable=True)
+'''), "deferred_fail")
+    assert dr.get_task_instance("train").state == "failed"
+    out = capfd.readouterr().out
+    assert "Failed replicas: mnist-master-0 (exit code 3, Error)" in out and "  CUDA error" in out
+
+
+def test_trigger_on_kill_deletes_the_job_only_on_a_user_kill(
+    embedded_default: Any, job_driver: Any, test_namespace: str
+) -> None:
+    """Run the trigger as the triggerer does, then cancel it the two ways Airflow 3.3 does."""
+    from airflow.jobs.triggerer_job_runner import _USER_ACTION_CANCEL_MSG
+
+    from airflow_provider_training.hooks.training import TrainingHook
+
+    client = TrainingHook().get_client()
+    created = client.create(job(name="deferred"), namespace=test_namespace)
+    job_driver.start("PyTorchJob", "deferred", test_namespace)
+    uid = created["metadata"]["uid"]
+
+    async def cancel(message: str | None) -> None:
+        trigger = TrainingJobTrigger("PyTorchJob", "deferred", test_namespace, uid,
+                                     **TrainingHook().trigger_connection(), on_kill_action="delete")
+
+        async def run() -> None:  # the triggerer's run_trigger: on_kill only for user actions
+            try:
+                async for _ in trigger.run():
+                    pass
+            except asyncio.CancelledError as exc:
+                if exc.args and exc.args[0] == _USER_ACTION_CANCEL_MSG:
+                    await trigger.on_kill()
+                raise
+            finally:
+                await trigger.cleanup()
+
+        task = asyncio.ensure_future(run())
+        await asyncio.sleep(0.5)
+        task.cancel(message) if message else task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            pass
+
+    asyncio.run(cancel(None))  # triggerer restart / redistribution: the job keeps running
+    assert client.find("PyTorchJob", "deferred", test_namespace) is not None
+    asyncio.run(cancel(_USER_ACTION_CANCEL_MSG))  # mark failed / success / clear
+    assert client.find("PyTorchJob", "deferred", test_namespace) is None
+
+
+def _sensor_dag(dag_id: str, namespace: str, name: str, **kwargs: Any) -> str:
+    extra = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
+    return dag_file(dag_id, f'''
+TrainingJobSensor(task_id="wait", job_name="{name}", kind="PyTorchJob", namespace="{namespace}",
+                  poke_interval=0.5, timeout=30, {extra})
+''')
+
+
+def test_sensor_in_all_modes(run_dag: Any, job_driver: Any, test_namespace: str) -> None:
+    from airflow_provider_training.hooks.training import TrainingHook
+
+    client = TrainingHook().get_client()
+    for mode, extra in (("poke", {"mode": "poke"}), ("reschedule", {"mode": "reschedule"}),
+                        ("deferrable", {"deferrable": True})):
+        name = f"elsewhere-{mode}"
+        client.create(job(name=name), namespace=test_namespace)
+        job_driver.start("PyTorchJob", name, test_namespace)
+        job_driver.later(1.5, lambda n=name: job_driver.succeed("PyTorchJob", n, test_namespace))
+        dr = run_dag(_sensor_dag(f"sense_{mode}", test_namespace, name, **extra), f"sense_{mode}")
+        ti = dr.get_task_instance("wait")
+        assert ti.state == "success", mode
+        assert xcom(ti, "return_value")["state"] == "Succeeded", mode
+
+
+def test_sensor_fails_with_the_reason_or_skips_with_soft_fail(
+    run_dag: Any, job_driver: Any, test_namespace: str, capfd: Any
+) -> None:
+    from airflow_provider_training.hooks.training import TrainingHook
+
+    client = TrainingHook().get_client()
+    client.create(job(name="broken"), namespace=test_namespace)
+    job_driver.start("PyTorchJob", "broken", test_namespace)
+    job_driver.fail("PyTorchJob", "broken", test_namespace)
+    dr = run_dag(_sensor_dag("sense_failed", test_namespace, "broken"), "sense_failed")
+    assert dr.get_task_instance("wait").state == "failed"
+    assert "PyTorchJobFailed: PyTorchJob broken is failed because 1 Master replica(s) failed." in capfd.readouterr().out
+    dr = run_dag(_sensor_dag("sense_soft", test_namespace, "broken", soft_fail=True), "sense_soft")
+    assert dr.get_task_instance("wait").state == "skipped"
+    dr = run_dag(_sensor_dag("sense_soft_deferred", test_namespace, "broken", soft_fail=True, deferrable=True),
+                 "sense_soft_deferred")
+    assert dr.get_task_instance("wait").state == "skipped"
