@@ -1,0 +1,100 @@
+"""A worker that dies mid-wait, and a task that is killed: a real Airflow run (``dag.test()``, what
+``airflow dags test`` runs) in a subprocess that the test SIGKILLs or SIGTERMs.
+
+``airflow dags test`` names each run after the current time, so a second invocation would be another
+DAG run, not a retry of the crashed one; the subprocess therefore calls ``dag.test()`` with a fixed
+``run_after`` so that the rerun has the crashed run's run_id, as the scheduler's retry would.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.operators.helpers import dag_file, job_literal, run_only
+
+LOGICAL_DATE = "2026-01-01T00:00:00+00:00"
+
+
+RUNNER = """
+import sys
+from datetime import datetime
+from airflow.dag_processing.dagbag import DagBag
+dag = DagBag(dag_folder=sys.argv[1]).dags[sys.argv[2]]
+when = datetime.fromisoformat(sys.argv[3])
+dag.test(logical_date=when, run_after=when)
+"""
+
+
+def _dags_test(dag: Any, control_plane: Any, out: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "AIRFLOW__TRAINING__KUBERNETES_CONN_ID": "",
+           "AIRFLOW__TRAINING__EMBEDDED_HOME": str(control_plane.home)}
+    with open(out, "wb") as log:
+        return subprocess.Popen([sys.executable, "-c", RUNNER, dag.fileloc, dag.dag_id, LOGICAL_DATE],
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                start_new_session=True)
+
+
+def _wait_for(predicate: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+def _jobs(job_driver: Any, namespace: str) -> list[str]:
+    items = job_driver.custom.list_namespaced_custom_object("kubeflow.org", "v1", namespace, "pytorchjobs")["items"]
+    return [j["metadata"]["name"] for j in items]
+
+
+def test_a_retry_after_a_worker_crash_reattaches_to_the_running_job(
+    write_dag: Any, embedded_default: Any, autopilot: Any, job_driver: Any, test_namespace: str, tmp_path: Path
+) -> None:
+    dag = write_dag(dag_file("crash", f'''
+PyTorchJobOperator(task_id="train", job={job_literal()}, namespace="{test_namespace}", poll_interval=1)
+'''), "crash")
+    pilot = autopilot("PyTorchJob", test_namespace, "airflow-training/dag-id=crash", run_only())
+    first = _dags_test(dag, embedded_default, tmp_path / "first.log")
+    try:
+        _wait_for(lambda: "is Running" in (tmp_path / "first.log").read_text(errors="replace"), 90, "the job to run")
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)  # the worker dies: no on_kill, no cleanup
+        first.wait(10)
+    assert _jobs(job_driver, test_namespace) == ["mnist"]
+
+    second = _dags_test(dag, embedded_default, tmp_path / "second.log")
+    try:
+        _wait_for(lambda: "Reattaching to PyTorchJob" in (tmp_path / "second.log").read_text(errors="replace"),
+                  90, "the retry to reattach")
+        job_driver.succeed("PyTorchJob", "mnist", test_namespace)
+        assert second.wait(60) == 0, (tmp_path / "second.log").read_text(errors="replace")[-3000:]
+    finally:
+        if second.poll() is None:
+            os.killpg(second.pid, signal.SIGKILL)
+    assert _jobs(job_driver, test_namespace) == ["mnist"]  # exactly one job: no duplicate submission
+    assert len(pilot.seen) == 1
+
+
+def test_killing_the_running_task_deletes_the_job(
+    write_dag: Any, embedded_default: Any, autopilot: Any, job_driver: Any, test_namespace: str, tmp_path: Path
+) -> None:
+    dag = write_dag(dag_file("killed", f'''
+PyTorchJobOperator(task_id="train", job={job_literal()}, namespace="{test_namespace}")
+'''), "killed")
+    autopilot("PyTorchJob", test_namespace, "airflow-training/dag-id=killed", run_only())
+    proc = _dags_test(dag, embedded_default, tmp_path / "killed.log")
+    try:
+        _wait_for(lambda: "is Running" in (tmp_path / "killed.log").read_text(errors="replace"), 90, "the job to run")
+        os.kill(proc.pid, signal.SIGTERM)  # what the supervisor sends a task it kills; Airflow calls on_kill
+        _wait_for(lambda: _jobs(job_driver, test_namespace) == [], 30, "the job to be deleted")
+        proc.wait(60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert "the task was killed: PyTorchJob" in (tmp_path / "killed.log").read_text(errors="replace")
