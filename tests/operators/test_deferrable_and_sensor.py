@@ -4,6 +4,7 @@ deferrable modes, in real Airflow runs (``dag.test()`` runs triggers inline)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 from airflow_provider_training.triggers import TrainingJobTrigger
@@ -69,10 +70,8 @@ def test_trigger_on_kill_deletes_the_job_only_on_a_user_kill(
         task = asyncio.ensure_future(run())
         await asyncio.sleep(0.5)
         task.cancel(message) if message else task.cancel()
-        try:
+        with contextlib.suppress(asyncio.CancelledError):
             await task
-        except asyncio.CancelledError:
-            pass
 
     asyncio.run(cancel(None))  # triggerer restart / redistribution: the job keeps running
     assert client.find("PyTorchJob", "deferred", test_namespace) is not None
