@@ -272,6 +272,8 @@ class Store:
 
     # -- writes ---------------------------------------------------------------------------------
     def create(self, resource: str, obj: dict[str, Any]) -> dict[str, Any]:
+        """Store a new object; returns a copy with the server-set metadata (``obj`` is left alone)."""
+        obj = json.loads(_dumps(obj))
         meta = obj.setdefault("metadata", {})
         namespace, name = meta.get("namespace", ""), meta["name"]
         with self._lock:
@@ -289,6 +291,7 @@ class Store:
     def update(self, resource: str, obj: dict[str, Any], *, check_rv: bool = True) -> dict[str, Any]:
         """Replace an object. A ``metadata.resourceVersion`` in ``obj`` must match the stored one
         (``ConflictError``); an object being deleted whose last finalizer goes is removed."""
+        obj = json.loads(_dumps(obj))
         meta = obj["metadata"]
         namespace, name = meta.get("namespace", ""), meta["name"]
         with self._lock:
