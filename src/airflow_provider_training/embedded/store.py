@@ -214,15 +214,27 @@ class Store:
     ) -> ListResult:
         """List in (namespace, name) order. Equality terms narrow through the label index and the
         label filter runs on the small labels column, so bodies are decoded only for candidates."""
-        sql = ["SELECT o.namespace, o.name, o.labels, o.body FROM objects o"]
+        terms = list(label_equals)
         params: list[Any] = []
-        for i, (key, value) in enumerate(label_equals):
+        if terms:
+            # The first equality term drives the query from the label index (CROSS JOIN fixes
+            # SQLite's loop order), so only matching objects' rows are ever read.
+            key, value = terms.pop(0)
+            sql = [
+                "SELECT o.namespace, o.name, o.labels, o.body FROM labels l CROSS JOIN objects o "
+                "ON o.resource=l.resource AND o.namespace=l.namespace AND o.name=l.name "
+                "WHERE l.resource=? AND l.key=? AND l.value=?"
+            ]
+            params += [resource, key, value]
+        else:
+            sql = ["SELECT o.namespace, o.name, o.labels, o.body FROM objects o WHERE 1"]
+        for key, value in terms:
             sql.append(
-                f" JOIN labels l{i} ON l{i}.resource=o.resource AND l{i}.namespace=o.namespace "
-                f"AND l{i}.name=o.name AND l{i}.key=? AND l{i}.value=?"
+                " AND EXISTS (SELECT 1 FROM labels x WHERE x.resource=o.resource AND x.key=? AND x.value=? "
+                "AND x.namespace=o.namespace AND x.name=o.name)"
             )
             params += [key, value]
-        sql.append(" WHERE o.resource=?")
+        sql.append(" AND o.resource=?")
         params.append(resource)
         if namespace is not None:
             sql.append(" AND o.namespace=?")
