@@ -19,12 +19,24 @@ def pod(i: int) -> dict:
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": f"job{i // GROUP_SIZE}-worker-{i % GROUP_SIZE}", "namespace": "default",
-                     "labels": {"training.kubeflow.org/job-name": f"job{i // GROUP_SIZE}",
-                                "training.kubeflow.org/replica-type": "worker"}},
-        "spec": {"containers": [{"name": "pytorch", "image": "python:3.11",
-                                 "command": ["python", "train.py", "--epochs=10"], "env": [
-                                     {"name": "WORLD_SIZE", "value": "4"}]}]},
+        "metadata": {
+            "name": f"job{i // GROUP_SIZE}-worker-{i % GROUP_SIZE}",
+            "namespace": "default",
+            "labels": {
+                "training.kubeflow.org/job-name": f"job{i // GROUP_SIZE}",
+                "training.kubeflow.org/replica-type": "worker",
+            },
+        },
+        "spec": {
+            "containers": [
+                {
+                    "name": "pytorch",
+                    "image": "python:3.11",
+                    "command": ["python", "train.py", "--epochs=10"],
+                    "env": [{"name": "WORLD_SIZE", "value": "4"}],
+                }
+            ]
+        },
         "status": {"phase": "Running"},
     }
 

@@ -19,9 +19,9 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _apiserver_common import N_OBJECTS, percentiles, row, seeded_daemon, timed  # noqa: E402
+from _apiserver_common import N_OBJECTS, percentiles, row, seeded_daemon, timed
 
-from airflow_provider_training.embedded import stop  # noqa: E402
+from airflow_provider_training.embedded import stop
 
 REPEAT = 300
 
@@ -29,20 +29,29 @@ REPEAT = 300
 def main() -> None:
     plane = seeded_daemon()
     try:
-        http = httpx.Client(base_url=plane.api_url, verify=str(plane.ca),
-                            headers={"Authorization": f"Bearer {plane.token}"}, timeout=30)
+        http = httpx.Client(
+            base_url=plane.api_url, verify=str(plane.ca), headers={"Authorization": f"Bearer {plane.token}"}, timeout=30
+        )
         db = sqlite3.connect(Path(plane.home) / "store.db")
         pods = "/api/v1/namespaces/default/pods"
         selector = {"labelSelector": "training.kubeflow.org/job-name=job500"}
 
         noop = timed(lambda: http.get("/version"), REPEAT)
-        sql_get = timed(lambda: db.execute("SELECT body FROM objects WHERE resource='core/pods' AND namespace="
-                                           "'default' AND name='job500-worker-3'").fetchone(), REPEAT)
+        sql_get = timed(
+            lambda: db.execute(
+                "SELECT body FROM objects WHERE resource='core/pods' AND namespace='default' AND name='job500-worker-3'"
+            ).fetchone(),
+            REPEAT,
+        )
         api_get = timed(lambda: http.get(f"{pods}/job500-worker-3").raise_for_status(), REPEAT)
-        sql_list = timed(lambda: db.execute(
-            "SELECT o.body FROM objects o JOIN labels l ON l.resource=o.resource AND l.namespace=o.namespace "
-            "AND l.name=o.name WHERE l.resource='core/pods' AND l.key='training.kubeflow.org/job-name' "
-            "AND l.value='job500'").fetchall(), REPEAT)
+        sql_list = timed(
+            lambda: db.execute(
+                "SELECT o.body FROM objects o JOIN labels l ON l.resource=o.resource AND l.namespace=o.namespace "
+                "AND l.name=o.name WHERE l.resource='core/pods' AND l.key='training.kubeflow.org/job-name' "
+                "AND l.value='job500'"
+            ).fetchall(),
+            REPEAT,
+        )
         api_list = timed(lambda: http.get(pods, params=selector).raise_for_status(), REPEAT)
         assert len(http.get(pods, params=selector).json()["items"]) == 10
         api_list_all = timed(lambda: http.get(pods).raise_for_status(), 10)
@@ -62,19 +71,39 @@ def main() -> None:
 
         sql_create = timed(sql_insert, REPEAT)
         names = iter(range(10**9))
-        api_create = timed(lambda: http.post("/api/v1/namespaces/default/configmaps", json={
-            "metadata": {"name": f"bench-{next(names)}"}, "data": {"k": "v" * 200}}).raise_for_status(), REPEAT)
+        api_create = timed(
+            lambda: http.post(
+                "/api/v1/namespaces/default/configmaps",
+                json={"metadata": {"name": f"bench-{next(names)}"}, "data": {"k": "v" * 200}},
+            ).raise_for_status(),
+            REPEAT,
+        )
 
         # watch delivery: write -> event read by a client on a separate connection
         received: dict[str, float] = {}
         ready = threading.Event()
 
         def watcher() -> None:
-            with httpx.Client(base_url=plane.api_url, verify=str(plane.ca), timeout=None,
-                              headers={"Authorization": f"Bearer {plane.token}"}) as w, w.stream(
-                    "GET", "/api/v1/namespaces/default/configmaps",
-                    params={"watch": "true", "resourceVersion": str(http.get("/api/v1/namespaces/default/configmaps",
-                                                                             params={"limit": "1"}).json()["metadata"]["resourceVersion"])}) as r:
+            with (
+                httpx.Client(
+                    base_url=plane.api_url,
+                    verify=str(plane.ca),
+                    timeout=None,
+                    headers={"Authorization": f"Bearer {plane.token}"},
+                ) as w,
+                w.stream(
+                    "GET",
+                    "/api/v1/namespaces/default/configmaps",
+                    params={
+                        "watch": "true",
+                        "resourceVersion": str(
+                            http.get("/api/v1/namespaces/default/configmaps", params={"limit": "1"}).json()["metadata"][
+                                "resourceVersion"
+                            ]
+                        ),
+                    },
+                ) as r,
+            ):
                 ready.set()
                 for line in r.iter_lines():
                     name = json.loads(line)["object"]["metadata"]["name"]
@@ -104,10 +133,12 @@ def main() -> None:
         print(row("list all 10,000 pods vs SQLite full scan", api_list_all, sql_list_all))
         print(row("create configmap   vs SQLite insert+commit", api_create, sql_create))
         print(row("watch: write -> event vs SQLite insert+commit", delivery, sql_create))
-        p50, p99 = percentiles(delivery)
+        _, p99 = percentiles(delivery)
         print(f"watch delivery goal p99 < 20 ms: {'met' if p99 < 0.020 else 'NOT met'} ({p99 * 1000:.2f} ms)")
-        print(f"get/list(selector) share above the HTTP no-op: p50 get {percentiles(api_get)[0] / percentiles(noop)[0]:.2f}x, "
-              f"list {percentiles(api_list)[0] / percentiles(noop)[0]:.2f}x")
+        print(
+            f"get/list(selector) share above the HTTP no-op: p50 get {percentiles(api_get)[0] / percentiles(noop)[0]:.2f}x, "
+            f"list {percentiles(api_list)[0] / percentiles(noop)[0]:.2f}x"
+        )
     finally:
         stop(plane.home)
 

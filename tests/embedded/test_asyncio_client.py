@@ -30,23 +30,36 @@ def test_crud_watch_status_and_logs(control_plane: ControlPlane, test_namespace:
             jobs, core = client.CustomObjectsApi(api), client.CoreV1Api(api)
             listed = await jobs.list_namespaced_custom_object(G, V, ns, P)
             created = await jobs.create_namespaced_custom_object(G, V, ns, P, pytorchjob("async-job"))
-            assert (await jobs.get_namespaced_custom_object(G, V, ns, P, "async-job"))["metadata"]["uid"] == \
-                created["metadata"]["uid"]
+            assert (await jobs.get_namespaced_custom_object(G, V, ns, P, "async-job"))["metadata"]["uid"] == created[
+                "metadata"
+            ]["uid"]
 
             async def succeed() -> None:
                 await asyncio.sleep(0.2)
                 await jobs.patch_namespaced_custom_object_status(
-                    G, V, ns, P, "async-job",
+                    G,
+                    V,
+                    ns,
+                    P,
+                    "async-job",
                     {"status": {"conditions": [condition("Succeeded", "PyTorchJobSucceeded", "done")]}},
                     # kubernetes_asyncio would send a dict to custom objects as a JSON patch (a real
                     # server refuses that too), so name the merge patch
-                    _content_type="application/merge-patch+json")
+                    _content_type="application/merge-patch+json",
+                )
 
             task = asyncio.create_task(succeed())
             types = []
             async with watch.Watch() as w:
-                async for event in w.stream(jobs.list_namespaced_custom_object, G, V, ns, P,
-                                            resource_version=listed["metadata"]["resourceVersion"], timeout_seconds=5):
+                async for event in w.stream(
+                    jobs.list_namespaced_custom_object,
+                    G,
+                    V,
+                    ns,
+                    P,
+                    resource_version=listed["metadata"]["resourceVersion"],
+                    timeout_seconds=5,
+                ):
                     types.append(event["type"])
                     conditions = event["object"].get("status", {}).get("conditions", [])
                     if conditions and conditions[-1]["type"] == "Succeeded":

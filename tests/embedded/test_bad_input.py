@@ -15,8 +15,12 @@ from tests.embedded.objects import pytorchjob
 
 @pytest.fixture
 def http(control_plane: ControlPlane) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=control_plane.api_url, verify=str(control_plane.ca),
-                      headers={"Authorization": f"Bearer {control_plane.token}"}, timeout=10) as c:
+    with httpx.Client(
+        base_url=control_plane.api_url,
+        verify=str(control_plane.ca),
+        headers={"Authorization": f"Bearer {control_plane.token}"},
+        timeout=10,
+    ) as c:
         yield c
 
 
@@ -31,22 +35,29 @@ JOBS = "/apis/kubeflow.org/v1/namespaces/default/pytorchjobs"
 
 
 def test_malformed_json(http: httpx.Client) -> None:
-    body = _status(http.post(JOBS, content=b'{"kind": "PyTorchJob", ', headers={"Content-Type": "application/json"}),
-                   400, "BadRequest")
+    body = _status(
+        http.post(JOBS, content=b'{"kind": "PyTorchJob", ', headers={"Content-Type": "application/json"}),
+        400,
+        "BadRequest",
+    )
     assert "malformed JSON" in body["message"]
 
 
 def test_object_of_another_kind(http: httpx.Client) -> None:
-    body = _status(http.post(JOBS, json={"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}),
-                   400, "BadRequest")
+    body = _status(
+        http.post(JOBS, json={"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}), 400, "BadRequest"
+    )
     assert "Pod (v1)" in body["message"] and "PyTorchJob (kubeflow.org/v1)" in body["message"]
 
 
 def test_body_over_three_mebibytes(http: httpx.Client) -> None:
     job = pytorchjob("huge")
     job["metadata"]["annotations"] = {"blob": "x" * (3 * 1024 * 1024 + 10)}
-    body = _status(http.post(JOBS, content=json.dumps(job).encode(), headers={"Content-Type": "application/json"}),
-                   413, "RequestEntityTooLarge")
+    body = _status(
+        http.post(JOBS, content=json.dumps(job).encode(), headers={"Content-Type": "application/json"}),
+        413,
+        "RequestEntityTooLarge",
+    )
     assert "3145728" in body["message"]
 
 
@@ -61,8 +72,9 @@ def test_verbs_a_resource_does_not_have(http: httpx.Client) -> None:
     _status(http.post(f"{JOBS}/some-name", json=pytorchjob("some-name")), 405, "MethodNotAllowed")
     _status(http.put(JOBS, json=pytorchjob("x")), 405, "MethodNotAllowed")
     crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "a.b"}}
-    body = _status(http.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", json=crd),
-                   405, "MethodNotAllowed")
+    body = _status(
+        http.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", json=crd), 405, "MethodNotAllowed"
+    )
     assert "read-only" in body["message"]
 
 
@@ -79,8 +91,9 @@ def test_bad_parameters(http: httpx.Client) -> None:
 def test_invalid_name_and_missing_namespace(http: httpx.Client) -> None:
     body = _status(http.post(JOBS, json=pytorchjob("Not_A_Name")), 422, "Invalid")
     assert body["details"]["causes"][0]["field"] == "metadata.name"
-    body = _status(http.post("/apis/kubeflow.org/v1/namespaces/missing/pytorchjobs", json=pytorchjob("a")),
-                   404, "NotFound")
+    body = _status(
+        http.post("/apis/kubeflow.org/v1/namespaces/missing/pytorchjobs", json=pytorchjob("a")), 404, "NotFound"
+    )
     assert body["message"] == 'namespaces "missing" not found'
 
 

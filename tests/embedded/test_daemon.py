@@ -23,9 +23,14 @@ from tests.fixtures.control_plane import FAST_SETTINGS
 
 def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     # stdout is a pipe read to EOF: `start` must not leave the daemon holding it
-    return subprocess.run([sys.executable, "-m", "airflow_provider_training.cli.main", "embedded", *args],
-                          capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "airflow_provider_training.cli.main", "embedded", *args],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def _core(plane: ControlPlane) -> client.CoreV1Api:
@@ -91,7 +96,9 @@ def test_acknowledged_writes_survive_kill_9_and_watch_resumes(home: Path) -> Non
         i = 0
         while not stop_writing.is_set():
             try:
-                made = core.create_namespaced_config_map("default", {"metadata": {"name": f"cm-{i}"}, "data": {"i": str(i)}})
+                made = core.create_namespaced_config_map(
+                    "default", {"metadata": {"name": f"cm-{i}"}, "data": {"i": str(i)}}
+                )
             except Exception:
                 return  # the daemon died mid-request: that write was never acknowledged
             acknowledged.append((made.metadata.name, int(made.metadata.resource_version)))
@@ -108,13 +115,19 @@ def test_acknowledged_writes_survive_kill_9_and_watch_resumes(home: Path) -> Non
 
     restarted = start(home, env=FAST_SETTINGS)
     core = _core(restarted)
-    stored = {cm.metadata.name: int(cm.metadata.resource_version) for cm in core.list_namespaced_config_map("default").items}
+    stored = {
+        cm.metadata.name: int(cm.metadata.resource_version) for cm in core.list_namespaced_config_map("default").items
+    }
     missing = [name for name, _ in acknowledged if name not in stored]
     assert not missing, f"acknowledged but lost: {missing}"
     assert all(stored[name] == rv for name, rv in acknowledged)
 
-    resumed = [e["object"].metadata.name for e in watch.Watch().stream(
-        core.list_namespaced_config_map, "default", resource_version=str(watched_until), timeout_seconds=1)]
+    resumed = [
+        e["object"].metadata.name
+        for e in watch.Watch().stream(
+            core.list_namespaced_config_map, "default", resource_version=str(watched_until), timeout_seconds=1
+        )
+    ]
     expected = [name for name, rv in acknowledged if rv > watched_until]
     assert resumed[: len(expected)] == expected
 
@@ -126,13 +139,23 @@ def test_watch_older_than_the_event_history_gets_410(home: Path) -> None:
     for i in range(40):
         core.create_namespaced_config_map("default", {"metadata": {"name": f"later-{i}"}})
     with pytest.raises(ApiException) as expired:
-        list(watch.Watch().stream(core.list_namespaced_config_map, "default",
-                                  resource_version=first.metadata.resource_version, timeout_seconds=2))
+        list(
+            watch.Watch().stream(
+                core.list_namespaced_config_map,
+                "default",
+                resource_version=first.metadata.resource_version,
+                timeout_seconds=2,
+            )
+        )
     assert expired.value.status == 410
     # the hint works: list again, watch from the list's resourceVersion
     fresh = core.list_namespaced_config_map("default").metadata.resource_version
-    assert list(watch.Watch().stream(core.list_namespaced_config_map, "default", resource_version=fresh,
-                                     timeout_seconds=1)) == []
+    assert (
+        list(
+            watch.Watch().stream(core.list_namespaced_config_map, "default", resource_version=fresh, timeout_seconds=1)
+        )
+        == []
+    )
 
 
 def test_a_store_from_a_newer_provider_is_refused(home: Path) -> None:

@@ -47,8 +47,12 @@ def test_label_equality_narrows_through_the_index(tmp_path: Path) -> None:
     for i in range(50):
         s.create("core/pods", _cm(f"p{i}", job="a" if i % 10 == 0 else "b"))
     decoded: list[str] = []
-    result = s.list("core/pods", "ns", label_equals=[("job", "a")],
-                    object_filter=lambda o: decoded.append(o["metadata"]["name"]) or True)
+    result = s.list(
+        "core/pods",
+        "ns",
+        label_equals=[("job", "a")],
+        object_filter=lambda o: decoded.append(o["metadata"]["name"]) or True,
+    )
     assert [o["metadata"]["name"] for o in result.items] == ["p0", "p10", "p20", "p30", "p40"]
     assert len(decoded) == 5  # only the index's candidates were decoded
 
@@ -79,10 +83,18 @@ def test_newer_schema_refused_older_migrated(tmp_path: Path, monkeypatch: pytest
 
 
 def test_strategic_merge_patch_merges_containers_by_name() -> None:
-    pod = {"spec": {"containers": [{"name": "a", "image": "1"}, {"name": "b", "image": "1"}]},
-           "metadata": {"finalizers": ["x"]}}
-    patched = strategic_merge_patch(pod, {
-        "spec": {"containers": [{"name": "b", "image": "2"}, {"name": "a", "$patch": "delete"}],
-                 "$setElementOrder/containers": [{"name": "b"}]},
-        "metadata": {"finalizers": ["y"]}})
+    pod = {
+        "spec": {"containers": [{"name": "a", "image": "1"}, {"name": "b", "image": "1"}]},
+        "metadata": {"finalizers": ["x"]},
+    }
+    patched = strategic_merge_patch(
+        pod,
+        {
+            "spec": {
+                "containers": [{"name": "b", "image": "2"}, {"name": "a", "$patch": "delete"}],
+                "$setElementOrder/containers": [{"name": "b"}],
+            },
+            "metadata": {"finalizers": ["y"]},
+        },
+    )
     assert patched == {"spec": {"containers": [{"name": "b", "image": "2"}]}, "metadata": {"finalizers": ["x", "y"]}}

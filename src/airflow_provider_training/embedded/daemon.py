@@ -104,17 +104,13 @@ def status(home: str | os.PathLike[str] | None = None) -> DaemonStatus:
         return DaemonStatus(True, False, pid, None, h.kubeconfig, "starting")
     url = str(endpoint["url"])
     if not _ready(h, url):
-        return DaemonStatus(
-            True, False, pid, url, h.kubeconfig, f"running (pid {pid}) but not answering on {url}"
-        )
+        return DaemonStatus(True, False, pid, url, h.kubeconfig, f"running (pid {pid}) but not answering on {url}")
     return DaemonStatus(True, True, pid, url, h.kubeconfig, f"running (pid {pid}) on {url}")
 
 
 def _control_plane(h: Home, st: DaemonStatus) -> ControlPlane:
     assert st.api_url is not None
-    return ControlPlane(
-        h.root, st.api_url, h.kubeconfig, h.token.read_text().strip(), tls.paths(h).ca, st.pid or 0
-    )
+    return ControlPlane(h.root, st.api_url, h.kubeconfig, h.token.read_text().strip(), tls.paths(h).ca, st.pid or 0)
 
 
 def start(
@@ -142,16 +138,13 @@ def start(
                 process = _spawn(command, h, env)
             elif process.poll() is not None:
                 raise DaemonError(
-                    f"the control plane daemon for {h.root} exited with code {process.returncode}:\n"
-                    + _log_tail(h)
+                    f"the control plane daemon for {h.root} exited with code {process.returncode}:\n" + _log_tail(h)
                 )
         time.sleep(0.05)
         current = status(h.root)
         if current.ready:
             return _control_plane(h, current)
-    raise DaemonError(
-        f"the control plane daemon for {h.root} did not answer within {timeout:.0f}s:\n{_log_tail(h)}"
-    )
+    raise DaemonError(f"the control plane daemon for {h.root} did not answer within {timeout:.0f}s:\n{_log_tail(h)}")
 
 
 def _spawn(command: list[str], h: Home, env: dict[str, str] | None) -> subprocess.Popen[bytes]:

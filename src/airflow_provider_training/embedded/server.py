@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import fcntl
 import faulthandler
+import fcntl
 import json
 import logging
 import os
@@ -108,9 +108,14 @@ def serve(home: Home, port: int | None = None) -> int:
         await ensure_initial_namespaces(ctx, INITIAL_NAMESPACES)
         controllers = ControllerContext(store=store, home=home)
         tasks = run_controllers(controllers)
-        endpoint = {"pid": os.getpid(), "url": url, "port": bound_port, "started": time.time(),
-                    # the default working directory for jobs from kubectl (issue 4's node agent)
-                    "workdir": os.getcwd()}
+        endpoint = {
+            "pid": os.getpid(),
+            "url": url,
+            "port": bound_port,
+            "started": time.time(),
+            # the default working directory for jobs from kubectl (issue 4's node agent)
+            "workdir": os.getcwd(),
+        }
         tmp = home.endpoint.with_suffix(".tmp")
         tmp.write_text(json.dumps(endpoint))
         os.replace(tmp, home.endpoint)
