@@ -43,7 +43,9 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=int(os.environ.get("EPOCHS", "10")))
     parser.add_argument("--batch-size", type=int, default=int(os.environ.get("BATCH_SIZE", "64")))
-    parser.add_argument("--lr", "--learning-rate", dest="lr", type=float, default=float(os.environ.get("LEARNING_RATE", "0.05")))
+    parser.add_argument(
+        "--lr", "--learning-rate", dest="lr", type=float, default=float(os.environ.get("LEARNING_RATE", "0.05"))
+    )
     parser.add_argument("--output", default=os.environ.get("OUTPUT_DIR", "/output"))
     parser.add_argument("--seed", type=int, default=0)
     # torch.distributed.launch passes --local-rank (or --local_rank before torch 2.0).
@@ -82,10 +84,17 @@ def main() -> None:
         dist.init_process_group("gloo", timeout=timedelta(seconds=120))
     rank = dist.get_rank() if distributed else 0
     world_size = dist.get_world_size() if distributed else 1
-    print(f"rank {rank}/{world_size}: starting, epochs={args.epochs} batch_size={args.batch_size} lr={args.lr}", flush=True)
+    print(
+        f"rank {rank}/{world_size}: starting, epochs={args.epochs} batch_size={args.batch_size} lr={args.lr}",
+        flush=True,
+    )
 
     train_set, test_set = load_digits_split(args.seed)
-    sampler = DistributedSampler(train_set, num_replicas=world_size, rank=rank, shuffle=True, seed=args.seed) if distributed else None
+    sampler = (
+        DistributedSampler(train_set, num_replicas=world_size, rank=rank, shuffle=True, seed=args.seed)
+        if distributed
+        else None
+    )
     loader = DataLoader(train_set, batch_size=args.batch_size, sampler=sampler, shuffle=sampler is None)
     net = DigitsNet()
     model: nn.Module = DistributedDataParallel(net) if distributed else net

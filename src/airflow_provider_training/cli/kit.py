@@ -1,0 +1,244 @@
+"""``airflow-training kit pack|push|pull|unpack|inspect|login|list`` — kit's commands, natively.
+
+Same home and storage as kit (``KITOPS_HOME``); passwords only from stdin (``--password-stdin``).
+Progress bars go to stderr and only when it is a terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from airflow_provider_training.kitops import api, transfer
+from airflow_provider_training.kitops import pack as packmod
+from airflow_provider_training.kitops.reference import DEFAULT_TAG, ReferenceError, parse
+from airflow_provider_training.kitops.registry import RegistryError
+from airflow_provider_training.kitops.store import LocalStore, StoreError
+from airflow_provider_training.kitops.tarlayer import COMPRESSIONS
+from airflow_provider_training.kitops.unpack import FILTERS, UnpackError, UnsafePathError, unpack
+from airflow_provider_training.specs.kitfile import KitfileError
+
+
+@contextlib.contextmanager
+def progress_bar(description: str, total: int | None) -> Iterator[Callable[[int], None] | None]:
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as bar:
+        task = bar.add_task(description, total=total)
+        yield lambda n: bar.advance(task, n)
+
+
+def _bool(text: str) -> bool:
+    return text.lower() in ("1", "true", "yes", "on")
+
+
+def _net(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--plain-http", action="store_true", help="use http:// (local test registries)")
+    p.add_argument("--tls-verify", type=_bool, default=True, metavar="BOOL", help="verify TLS (default true)")
+    p.add_argument("--tls-cert", default=None, help="extra CA bundle (PEM) for the registry")
+
+
+def register(subparsers: Any) -> None:
+    kit = subparsers.add_parser("kit", help="pack, push, pull and unpack KitOps ModelKits")
+    sub = kit.add_subparsers(dest="kit_command", metavar="COMMAND")
+    sub.required = True
+
+    p = sub.add_parser("pack", help="pack a directory into a ModelKit in the local store")
+    p.add_argument("directory")
+    p.add_argument("-t", "--tag", help="reference, e.g. registry/namespace/repo:tag[,tag2]")
+    p.add_argument("-f", "--file", help="Kitfile path (default: the directory's Kitfile, else generated)")
+    p.add_argument("--compression", choices=COMPRESSIONS, default="none")
+    p.set_defaults(func=cmd_pack)
+
+    p = sub.add_parser("push", help="push a ModelKit from the local store to its registry")
+    p.add_argument("reference")
+    p.add_argument("destination", nargs="?")
+    _net(p)
+    p.set_defaults(func=cmd_push)
+
+    p = sub.add_parser("pull", help="pull a ModelKit into the local store")
+    p.add_argument("reference")
+    _net(p)
+    p.set_defaults(func=cmd_pull)
+
+    p = sub.add_parser("unpack", help="unpack a ModelKit (pulled first if not local)")
+    p.add_argument("reference")
+    p.add_argument("-d", "--dir", default=".")
+    p.add_argument("--filter", action="append", default=[], choices=FILTERS)
+    p.add_argument("-o", "--overwrite", action="store_true")
+    p.add_argument("-i", "--ignore-existing", action="store_true")
+    _net(p)
+    p.set_defaults(func=cmd_unpack)
+
+    p = sub.add_parser("inspect", help="print the ModelKit's manifest and Kitfile as JSON")
+    p.add_argument("reference")
+    p.add_argument("-r", "--remote", action="store_true")
+    _net(p)
+    p.set_defaults(func=cmd_inspect)
+
+    p = sub.add_parser("login", help="verify and store registry credentials (password on stdin)")
+    p.add_argument("registry")
+    p.add_argument("-u", "--username", default="")
+    p.add_argument("--password-stdin", action="store_true", required=True)
+    _net(p)
+    p.set_defaults(func=cmd_login)
+
+    p = sub.add_parser("list", help="list ModelKits in the local store")
+    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.set_defaults(func=cmd_list)
+
+    for name in ("pack", "push", "pull", "unpack", "inspect", "login", "list"):
+        sub.choices[name].set_defaults(_wrapped=True)
+
+
+def _client(args: argparse.Namespace, registry: str) -> Any:
+    return api.make_client(registry, plain_http=args.plain_http, tls_verify=args.tls_verify, ca_cert=args.tls_cert)
+
+
+def _guard(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return fn(args)
+        except (
+            KitfileError,
+            ReferenceError,
+            RegistryError,
+            StoreError,
+            UnpackError,
+            UnsafePathError,
+            FileNotFoundError,
+            ValueError,
+        ) as exc:
+            print(f"Error: {exc}", file=sys.stderr)
+            return 1
+
+    run.__name__ = fn.__name__
+    return run
+
+
+@_guard
+def cmd_pack(args: argparse.Namespace) -> int:
+    ref = parse(args.tag, default_tag=DEFAULT_TAG) if args.tag else None
+    with progress_bar("packing", None) as progress:
+        res = packmod.pack(
+            args.directory, kitfile=args.file, reference=ref, compression=args.compression, progress=progress
+        )
+    print(f"Model saved: {res.digest}")
+    return 0
+
+
+@_guard
+def cmd_push(args: argparse.Namespace) -> int:
+    src = parse(args.reference, default_tag=DEFAULT_TAG)
+    dst = parse(args.destination, default_tag=DEFAULT_TAG) if args.destination else src
+    store = LocalStore()
+    manifest = store.read_manifest(store.resolve(src))
+    total = sum(layer["size"] for layer in manifest.get("layers") or [])
+    with _client(args, dst.registry) as client, progress_bar(f"pushing {dst}", total) as progress:
+        res = transfer.push(store, src, client, dst, progress)
+    print(f"Pushed {res.digest}")
+    return 0
+
+
+@_guard
+def cmd_pull(args: argparse.Namespace) -> int:
+    ref = parse(args.reference, default_tag=DEFAULT_TAG)
+    with _client(args, ref.registry) as client, progress_bar(f"pulling {ref}", None) as progress:
+        res = transfer.pull(LocalStore(), ref, client, progress)
+    print(f"Pulled {res.digest}")
+    return 0
+
+
+@_guard
+def cmd_unpack(args: argparse.Namespace) -> int:
+    ref = parse(args.reference, default_tag=DEFAULT_TAG)
+    store = LocalStore()
+    try:
+        store.resolve(ref)
+    except StoreError:
+        with _client(args, ref.registry) as client:
+            transfer.pull(store, ref, client)
+    res = unpack(store, ref, args.dir, args.filter, args.overwrite, args.ignore_existing)
+    print(f"Unpacked {res.files} files from {res.layers} layers to {res.directory}")
+    return 0
+
+
+@_guard
+def cmd_inspect(args: argparse.Namespace) -> int:
+    ref = parse(args.reference, default_tag=DEFAULT_TAG)
+    if args.remote:
+        with _client(args, ref.registry) as client:
+            data = transfer.inspect_remote(client, ref)
+    else:
+        data = transfer.inspect_local(LocalStore(), ref)
+    print(json.dumps(data, indent=2))
+    return 0
+
+
+@_guard
+def cmd_login(args: argparse.Namespace) -> int:
+    password = sys.stdin.read().rstrip("\r\n")
+    api.login(
+        args.registry,
+        args.username,
+        password,
+        plain_http=args.plain_http,
+        tls_verify=args.tls_verify,
+        ca_cert=args.tls_cert,
+    )
+    print("Log in successful")
+    return 0
+
+
+def _human(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.1f} {unit}" if unit != "B" else f"{int(size)} B"
+        size /= 1024
+    return f"{n} B"
+
+
+@_guard
+def cmd_list(args: argparse.Namespace) -> int:
+    store = LocalStore()
+    rows = []
+    for kit in store.list():
+        manifest = store.read_manifest(kit.descriptor)
+        config = json.loads(store.read_blob(manifest["config"]["digest"]))
+        size = sum(layer["size"] for layer in manifest.get("layers") or []) + manifest["config"]["size"]
+        repo = kit.repo_key if kit.repo_key != packmod.UNTAGGED_REPO else "<none>"
+        rows.append(
+            {
+                "repo": repo,
+                "digest": kit.descriptor.digest,
+                "tags": list(kit.tags),
+                "modelName": (config.get("model") or {}).get("name", ""),
+                "size": _human(size),
+                "author": ", ".join((config.get("package") or {}).get("authors") or []),
+            }
+        )
+    if args.format == "json":
+        for row in rows:
+            print(json.dumps(row))
+        return 0
+    print(f"{'REPOSITORY':<40} {'TAG':<12} {'NAME':<20} {'SIZE':<10} DIGEST")
+    for row in rows:
+        for tag in row["tags"] or ["<none>"]:
+            print(f"{row['repo']:<40} {tag:<12} {row['modelName']:<20} {row['size']:<10} {row['digest']}")
+    return 0

@@ -1,0 +1,1 @@
+"""Built-in model servers the embedded InferenceService controller runs as predictor processes."""

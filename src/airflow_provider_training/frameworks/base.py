@@ -1,0 +1,211 @@
+"""The interface every kind's plugin implements, and the helpers they share.
+
+A plugin answers the kind-specific questions of the reconcile loop (``training-operator.md`` §4):
+which pod is the master, what environment the operator appends to a container, and how replica
+counts turn into conditions (``UpdateJobStatus``). ``job`` is always the defaulted job
+(``specs.with_defaults``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, ClassVar
+
+from airflow_provider_training.frameworks import conditions as cond
+from airflow_provider_training.frameworks.addressing import Addressing, ClusterAddressing, ReplicaRef
+from airflow_provider_training.frameworks.events import Event
+from airflow_provider_training.frameworks.pods import PodState
+from airflow_provider_training.frameworks.timeutil import format_time
+from airflow_provider_training.specs.common import JobStatus, ReplicaSpec, ReplicaStatus
+from airflow_provider_training.specs.jobs import TrainingJob
+from airflow_provider_training.specs.kinds import KindInfo
+from airflow_provider_training.specs.pod import EnvVar
+
+CLUSTER = ClusterAddressing()
+
+
+class InjectionError(ValueError):
+    """The operator could not build a replica's environment (pod creation fails upstream too)."""
+
+
+@dataclass
+class StatusUpdate:
+    status: JobStatus
+    events: list[Event] = field(default_factory=list)
+
+
+class FrameworkPlugin:
+    info: ClassVar[KindInfo]
+
+    # --- identity -------------------------------------------------------------------------
+    def pod_name(self, job: TrainingJob, rtype: str, index: int) -> str:
+        """``GenGeneralName``: ``{job}-{rtype-lower}-{index}`` with ``/`` replaced by ``-``."""
+        return f"{job.name}-{rtype.lower()}-{index}".replace("/", "-")
+
+    def replica_ref(self, job: TrainingJob, rtype: str, index: int) -> ReplicaRef:
+        return ReplicaRef(job.namespace, job.name, rtype, index, self.pod_name(job, rtype, index))
+
+    def is_master_role(self, job: TrainingJob, rtype: str, index: int) -> bool:
+        raise NotImplementedError
+
+    def replica_types(self, job: TrainingJob) -> list[str]:
+        """Replica types of the job in a fixed order: the kind's table order, then unknown keys.
+
+        Upstream walks a Go map (random order); a fixed order keeps results reproducible.
+        """
+        specs = job.replica_specs
+        known = [t for t in self.info.replica_types if t in specs]
+        return known + sorted(t for t in specs if t not in known)
+
+    @property
+    def has_services(self) -> bool:
+        return True
+
+    # --- environment ------------------------------------------------------------------------
+    def injected_env(
+        self,
+        job: TrainingJob,
+        rtype: str,
+        index: int,
+        container_name: str,
+        addressing: Addressing = CLUSTER,
+    ) -> list[EnvVar]:
+        raise NotImplementedError
+
+    def extra_init_containers(
+        self, job: TrainingJob, rtype: str, index: int, addressing: Addressing = CLUSTER
+    ) -> list[dict[str, Any]]:
+        """Init containers ``SetClusterSpec`` appends (only PyTorch has one)."""
+        return []
+
+    # --- status -----------------------------------------------------------------------------
+    def update_status(self, job: TrainingJob, status: JobStatus, pods: list[PodState], now: datetime) -> StatusUpdate:
+        """The kind's ``UpdateJobStatus``: ``status`` carries this pass's replica counts."""
+        raise NotImplementedError
+
+
+# --- helpers shared by the plugins ----------------------------------------------------------
+
+
+def env(name: str, value: str) -> EnvVar:
+    return EnvVar(name=name, value=value)
+
+
+def replicas(job: TrainingJob, rtype: str) -> int:
+    spec = job.replica_specs.get(rtype)
+    return (spec.replicas or 0) if spec is not None else 0
+
+
+def total_replicas(job: TrainingJob) -> int:
+    return sum(spec.replicas or 0 for spec in job.replica_specs.values())
+
+
+def template_port(job: TrainingJob, rtype: str, fallback: int | None = None) -> int:
+    """The default-named port of the default container in ``rtype``'s template.
+
+    ``fallback`` is what the kind uses when it is missing (TF 2222, Paddle 36543); without one the
+    operator fails pod creation, and so do we, naming what to add.
+    """
+    info = job.KIND
+    spec = job.replica_specs.get(rtype)
+    pod = spec.template.spec if spec is not None and spec.template is not None else None
+    for container in pod.containers if pod is not None else []:
+        if container.name == info.default_container:
+            port = container.port(info.default_port_name)
+            if port is not None:
+                return port
+    if fallback is not None:
+        return fallback
+    raise InjectionError(
+        f"{info.kind} {job.name}: failed to find the port: add a port named "
+        f"{info.default_port_name!r} to the {info.default_container!r} container of "
+        f"spec.{info.replica_specs_field}[{rtype}]"
+    )
+
+
+def address(plugin: FrameworkPlugin, job: TrainingJob, rtype: str, index: int, addressing: Addressing) -> str:
+    return addressing.host(plugin.replica_ref(job, rtype, index))
+
+
+def port_of(
+    plugin: FrameworkPlugin,
+    job: TrainingJob,
+    rtype: str,
+    index: int,
+    addressing: Addressing,
+    fallback: int | None = None,
+) -> int:
+    declared = template_port(job, rtype, fallback)
+    return addressing.port(plugin.replica_ref(job, rtype, index), job.KIND.default_port_name, declared)
+
+
+def counts(status: JobStatus, rtype: str) -> ReplicaStatus:
+    return (status.replica_statuses or {}).get(rtype) or ReplicaStatus()
+
+
+def ensure_start_time(status: JobStatus, now: datetime) -> None:
+    if status.start_time is None:
+        status.start_time = format_time(now)
+
+
+def ensure_completion_time(status: JobStatus, now: datetime) -> None:
+    if status.completion_time is None:
+        status.completion_time = format_time(now)
+
+
+@dataclass(frozen=True)
+class Tally:
+    """One replica type's numbers as ``UpdateJobStatus`` reads them."""
+
+    spec: ReplicaSpec
+    replicas: int
+    active: int
+    succeeded: int
+    failed: int
+
+    @property
+    def expected(self) -> int:
+        return self.replicas - self.succeeded
+
+
+def tally(job: TrainingJob, status: JobStatus, rtype: str) -> Tally:
+    spec = job.replica_specs[rtype]
+    c = counts(status, rtype)
+    return Tally(spec, spec.replicas or 0, c.active or 0, c.succeeded or 0, c.failed or 0)
+
+
+class Recorder:
+    """Collects condition changes and events while a status rule runs."""
+
+    def __init__(self, kind: str, status: JobStatus, now: datetime) -> None:
+        self.kind = kind
+        self.status = status
+        self.now = now
+        self.events: list[Event] = []
+
+    def condition(self, type_: str, verb: str, message: str, status: str = cond.TRUE) -> None:
+        cond.set_condition(self.status, type_, status, cond.reason(self.kind, verb), message, self.now)
+
+    def event(self, type_: str, verb: str, message: str) -> None:
+        self.events.append(Event(type_, cond.reason(self.kind, verb), message))
+
+    def running(self, message: str) -> None:
+        self.condition(cond.RUNNING, cond.RUNNING, message)
+
+    def succeeded(self, message: str) -> None:
+        self.event("Normal", cond.SUCCEEDED, message)
+        ensure_completion_time(self.status, self.now)
+        self.condition(cond.SUCCEEDED, cond.SUCCEEDED, message)
+
+    def restarting(self, message: str) -> None:
+        self.event("Warning", cond.RESTARTING, message)
+        self.condition(cond.RESTARTING, cond.RESTARTING, message)
+
+    def failed(self, message: str, reason_verb: str = cond.FAILED) -> None:
+        self.event("Normal", cond.FAILED, message)
+        ensure_completion_time(self.status, self.now)
+        self.condition(cond.FAILED, reason_verb, message)
+
+    def result(self) -> StatusUpdate:
+        return StatusUpdate(self.status, self.events)

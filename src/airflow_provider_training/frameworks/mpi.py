@@ -1,0 +1,163 @@
+"""MPIJob v1 (``training-operator.md`` §4.3): launcher env, the ``{job}-config`` ConfigMap files,
+and the effective status rules (reason ``MPIJobMPIJobFailed`` included).
+
+MPI takes its own path upstream: no Services, no env on workers, the launcher's ``containers[0]``
+gets the ``OMPI_MCA_*`` variables, and the launcher pod is ``{job}-launcher`` (no index).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from airflow_provider_training.frameworks.addressing import Addressing
+from airflow_provider_training.frameworks.base import (
+    CLUSTER,
+    FrameworkPlugin,
+    Recorder,
+    StatusUpdate,
+    ensure_start_time,
+    env,
+    replicas,
+    tally,
+)
+from airflow_provider_training.frameworks.pods import PodState
+from airflow_provider_training.specs import kinds
+from airflow_provider_training.specs.common import JobStatus
+from airflow_provider_training.specs.jobs import MPIJob, TrainingJob
+from airflow_provider_training.specs.pod import EnvVar
+
+LAUNCHER, WORKER = "Launcher", "Worker"
+
+CONFIG_MOUNT_PATH = "/etc/mpi"
+KUBECTL_MOUNT_PATH = "/opt/kube"
+CONFIG_VOLUME = "mpi-job-config"
+KUBECTL_VOLUME = "mpi-job-kubectl"
+HOSTFILE = "hostfile"
+KUBEXEC = "kubexec.sh"
+DISCOVER_HOSTS = "discover_hosts.sh"
+KUBECTL_DELIVERY_NAME = "kubectl-delivery"
+KUBECTL_DELIVERY_IMAGE = "kubeflow/kubectl-delivery:latest"
+
+
+def config_map_name(job: TrainingJob) -> str:
+    return f"{job.name}-config"
+
+
+def launcher_name(job: TrainingJob) -> str:
+    return f"{job.name}-launcher"
+
+
+def slots(job: MPIJob) -> int:
+    return job.spec.slots_per_worker if job.spec.slots_per_worker is not None else 1
+
+
+def is_gpu_launcher(job: TrainingJob) -> bool:
+    """A launcher container with a limit named ``*.com/gpu`` or containing ``gpu``."""
+    spec = job.replica_specs.get(LAUNCHER)
+    pod = spec.template.spec if spec is not None and spec.template is not None else None
+    for container in pod.containers if pod is not None else []:
+        limits = (container.resources.limits if container.resources is not None else None) or {}
+        if any(name.endswith(".com/gpu") or "gpu" in name for name in limits):
+            return True
+    return False
+
+
+class MPIPlugin(FrameworkPlugin):
+    info = kinds.MPI
+
+    def pod_name(self, job: TrainingJob, rtype: str, index: int) -> str:
+        return launcher_name(job) if rtype == LAUNCHER else super().pod_name(job, rtype, index)
+
+    def is_master_role(self, job: TrainingJob, rtype: str, index: int) -> bool:
+        return rtype == LAUNCHER
+
+    @property
+    def has_services(self) -> bool:
+        return False
+
+    def injected_env(
+        self,
+        job: TrainingJob,
+        rtype: str,
+        index: int,
+        container_name: str,
+        addressing: Addressing = CLUSTER,
+    ) -> list[EnvVar]:
+        spec = job.replica_specs.get(LAUNCHER)
+        pod = spec.template.spec if spec is not None and spec.template is not None else None
+        if rtype != LAUNCHER or pod is None or not pod.containers or pod.containers[0].name != container_name:
+            return []
+        out = [
+            env("OMPI_MCA_plm_rsh_agent", f"{CONFIG_MOUNT_PATH}/{KUBEXEC}"),
+            env("OMPI_MCA_orte_default_hostfile", f"{CONFIG_MOUNT_PATH}/{HOSTFILE}"),
+        ]
+        if not is_gpu_launcher(job):
+            out += [env("NVIDIA_VISIBLE_DEVICES", ""), env("NVIDIA_DRIVER_CAPABILITIES", "")]
+        user = {e.name for e in pod.containers[0].env or []} | {e.name for e in out}
+        if "I_MPI_HYDRA_BOOTSTRAP" not in user:
+            out.append(env("I_MPI_HYDRA_BOOTSTRAP", "rsh"))
+        if "I_MPI_HYDRA_BOOTSTRAP_EXEC" not in user:
+            out.append(env("I_MPI_HYDRA_BOOTSTRAP_EXEC", f"{CONFIG_MOUNT_PATH}/{KUBEXEC}"))
+        return out
+
+    # --- the {job}-config ConfigMap --------------------------------------------------------
+    def hostfile(self, job: TrainingJob, addressing: Addressing = CLUSTER) -> str:
+        assert isinstance(job, MPIJob)
+        n = slots(job)
+        lines = []
+        if is_gpu_launcher(job):
+            lines.append(f"{addressing.host(self.replica_ref(job, LAUNCHER, 0))} slots={n}\n")
+        for i in range(replicas(job, WORKER)):
+            lines.append(f"{addressing.host(self.replica_ref(job, WORKER, i))} slots={n}\n")
+        return "".join(lines)
+
+    def kubexec_script(self, job: TrainingJob) -> str:
+        assert isinstance(job, MPIJob)
+        script = f"#!/bin/sh\nset -x\nPOD_NAME=$1\nshift\n{KUBECTL_MOUNT_PATH}/kubectl exec ${{POD_NAME}}"
+        if job.spec.main_container:
+            script += f" --container {job.spec.main_container}"
+        return script + ' -- /bin/sh -c "$*"'
+
+    def discover_hosts(self, job: TrainingJob, running_workers: list[int], addressing: Addressing = CLUSTER) -> str:
+        """``discover_hosts.sh`` for the worker indexes whose pods are Running (sorted by pod name)."""
+        assert isinstance(job, MPIJob)
+        n = slots(job)
+        text = "#!/bin/sh"
+        if is_gpu_launcher(job):
+            text += f"\necho {addressing.host(self.replica_ref(job, LAUNCHER, 0))}:{n}\n"
+        refs = sorted((self.replica_ref(job, WORKER, i) for i in running_workers), key=lambda r: r.pod_name)
+        for ref in refs:
+            text += f"\necho {addressing.host(ref)}:{n}"
+        return text
+
+    def config_data(
+        self, job: TrainingJob, running_workers: list[int], addressing: Addressing = CLUSTER
+    ) -> dict[str, str]:
+        return {
+            HOSTFILE: self.hostfile(job, addressing),
+            KUBEXEC: self.kubexec_script(job),
+            DISCOVER_HOSTS: self.discover_hosts(job, running_workers, addressing),
+        }
+
+    # --- status ----------------------------------------------------------------------------
+    def update_status(self, job: TrainingJob, status: JobStatus, pods: list[PodState], now: datetime) -> StatusUpdate:
+        rec = Recorder(self.info.kind, status, now)
+        ensure_start_time(status, now)
+        for rtype in self.replica_types(job):
+            t = tally(job, status, rtype)
+            if rtype == LAUNCHER:
+                if t.active > 0:
+                    rec.running(f"MPIJob {job.name} is running.")
+                if t.expected == 0:
+                    rec.succeeded(f"MPIJob {job.name} is successfully completed.")
+                    return rec.result()
+            if t.failed > 0:
+                if t.spec.restart_policy == "ExitCode":
+                    rec.restarting(f"MPIJob {job.name} is restarting because {t.failed} {rtype} replica(s) failed.")
+                else:
+                    # Upstream applies the kind prefix twice: reason "MPIJobMPIJobFailed".
+                    rec.failed(
+                        f"MPIJob {job.name} is failed because {t.failed} {rtype} replica(s) failed.",
+                        reason_verb="MPIJobFailed",
+                    )
+        return rec.result()

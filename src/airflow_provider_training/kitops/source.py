@@ -1,0 +1,49 @@
+"""Where a ModelKit operator's ``source`` lives: a local directory or ``pvc://<claim>/<path>``."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PVC_SCHEME = "pvc://"
+
+
+class ClusterModeUnavailableError(RuntimeError):
+    pass
+
+
+def training_home() -> Path:
+    """``$AIRFLOW_TRAINING_HOME``, else ``~/.airflow-training`` (the embedded control plane's data dir)."""
+    env = os.environ.get("AIRFLOW_TRAINING_HOME")
+    return Path(env) if env else Path.home() / ".airflow-training"
+
+
+def embedded_claim_dir(claim: str, namespace: str = "default", home: Path | None = None) -> Path:
+    """Directory backing a PersistentVolumeClaim on the embedded control plane.
+
+    The one place that knows the embedded layout: point it at the control plane's real layout when
+    that lands (``<home>/volumes/pvc/<namespace>/<claim>`` for now).
+    """
+    return (home or training_home()) / "volumes" / "pvc" / namespace / claim
+
+
+def resolve_source(source: str, namespace: str = "default", cluster: bool = False) -> Path:
+    """The local directory to pack. ``pvc://claim/sub/dir`` maps to the claim's directory on the
+    embedded control plane; on a real cluster packaging must run as a Job next to the volume."""
+    if not source.startswith(PVC_SCHEME):
+        return Path(source).expanduser()
+    rest = source[len(PVC_SCHEME) :].strip("/")
+    claim, _, sub = rest.partition("/")
+    if not claim:
+        raise ValueError(f"source {source!r} names no claim (expected pvc://<claim>/<path>)")
+    if cluster:
+        raise ClusterModeUnavailableError(
+            f"cluster-mode packaging is not available yet: {source} lives in a PersistentVolumeClaim on a "
+            "cluster, which needs a packaging Job; use the embedded control plane (no kubernetes_conn_id) "
+            "or copy the model output to a local directory"
+        )
+    base = embedded_claim_dir(claim, namespace)
+    target = (base / sub).resolve() if sub else base.resolve()
+    if os.path.commonpath([str(base.resolve()), str(target)]) != str(base.resolve()):
+        raise ValueError(f"source {source!r} leaves the claim's directory")
+    return target
