@@ -53,14 +53,27 @@ def main() -> None:
         t_gz, _ = timed([*cli, "pack", str(ctx), "-t", ref + "-gz", "--compression", "gzip"], env=env)
         blob = tmp / "layer.tar"
         subprocess.run(f"tar cf {blob} -C {ctx} model", shell=True, check=True)
-        loc = subprocess.run(["curl", "-s", "-D", "-", "-o", "/dev/null", "-X", "POST",
-                              f"{reg.url}/v2/bench/curl/blobs/uploads/"], capture_output=True, text=True).stdout
-        location = next(line.split(": ", 1)[1].strip() for line in loc.splitlines()
-                        if line.lower().startswith("location:"))
+        loc = subprocess.run(
+            ["curl", "-s", "-D", "-", "-o", "/dev/null", "-X", "POST", f"{reg.url}/v2/bench/curl/blobs/uploads/"],
+            capture_output=True,
+            text=True,
+        ).stdout
+        location = next(
+            line.split(": ", 1)[1].strip() for line in loc.splitlines() if line.lower().startswith("location:")
+        )
         digest = subprocess.run(["sha256sum", str(blob)], capture_output=True, text=True).stdout.split()[0]
         sep = "&" if "?" in location else "?"
-        base_curl, _ = timed(["curl", "-s", "-T", str(blob), "-H", "Content-Type: application/octet-stream",
-                              f"{location}{sep}digest=sha256%3A{digest}"])
+        base_curl, _ = timed(
+            [
+                "curl",
+                "-s",
+                "-T",
+                str(blob),
+                "-H",
+                "Content-Type: application/octet-stream",
+                f"{location}{sep}digest=sha256%3A{digest}",
+            ]
+        )
         t_push, rss_push = timed([*cli, "push", ref, "--plain-http"], env=env)
         t_push2, _ = timed([*cli, "push", ref, "--plain-http"], env=env)
     finally:

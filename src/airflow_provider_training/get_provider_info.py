@@ -35,7 +35,12 @@ def get_provider_info() -> dict[str, Any]:
                 "integration-name": "Kubeflow Training Operator",
                 "python-modules": ["airflow_provider_training.operators"],
             },
+            {
+                "integration-name": "KitOps",
+                "python-modules": ["airflow_provider_training.operators.modelkit"],
+            },
         ],
+        "extra-links": ["airflow_provider_training.links.modelkit.ModelKitRegistryLink"],
         "sensors": [
             {
                 "integration-name": "Kubeflow Training Operator",
@@ -112,6 +117,16 @@ def get_provider_info() -> dict[str, Any]:
                         "version_added": "0.1.0",
                         "type": "string",
                         "example": "/var/lib/airflow-training",
+                        "default": "",
+                    },
+                    "kit_binary": {
+                        "description": (
+                            "The `kit` executable used by ModelKit operators with engine='kit'. Empty "
+                            "means $AIRFLOW_TRAINING_KIT_BINARY, else `kit` on PATH."
+                        ),
+                        "version_added": "0.1.0",
+                        "type": "string",
+                        "example": "/usr/local/bin/kit",
                         "default": "",
                     },
                     "job_link_template": {

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import yaml
 
+from tests.paths import SEED
 from tests.specs.factories import minimal
-from tests.specs.test_seed_examples import SEED
 
 
 def _run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:

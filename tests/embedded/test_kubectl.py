@@ -29,12 +29,16 @@ STRICT_REFUSED = {"pytorch-mnist-ddp.yaml", "tfjob-ps.yaml"}  # spec.cleanPodPol
 
 @pytest.fixture(scope="module")
 def kubectl(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    env = {**os.environ, "KUBECONFIG": str(control_plane.kubeconfig),
-           "KUBECACHEDIR": str(tmp_path_factory.mktemp("kube-cache"))}
+    env = {
+        **os.environ,
+        "KUBECONFIG": str(control_plane.kubeconfig),
+        "KUBECACHEDIR": str(tmp_path_factory.mktemp("kube-cache")),
+    }
 
     def run(*args: str, check: bool = True, timeout: float = 30) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run([str(KUBECTL), *args], env=env, capture_output=True, text=True,
-                              stdin=subprocess.DEVNULL, timeout=timeout)
+        done = subprocess.run(
+            [str(KUBECTL), *args], env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=timeout
+        )
         if check and done.returncode != 0:
             raise AssertionError(f"kubectl {' '.join(args)} failed ({done.returncode}):\n{done.stderr}")
         return done
@@ -68,7 +72,9 @@ def test_seed_files_strict_by_default_and_accepted_with_validate_warn(kubectl: A
             assert " created" in done.stdout
         listed = kubectl("get", "pytorchjobs", "-n", "kubeflow").stdout
         assert "pytorch-mnist-ddp" in listed
-        stored = yaml.safe_load(kubectl("get", "pytorchjob", "pytorch-mnist-ddp", "-n", "kubeflow", "-o", "yaml").stdout)
+        stored = yaml.safe_load(
+            kubectl("get", "pytorchjob", "pytorch-mnist-ddp", "-n", "kubeflow", "-o", "yaml").stdout
+        )
         assert "cleanPodPolicy" not in stored["spec"]  # pruned, as a real API server prunes it
         assert stored["metadata"]["uid"] and stored["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 3
     finally:
@@ -80,7 +86,9 @@ def test_apply_is_idempotent_and_configures_changes(kubectl: Any, test_namespace
     manifest = tmp_path / "job.yaml"
     job = pytorchjob("applied", workers=1)
     manifest.write_text(yaml.safe_dump(job))
-    assert "pytorchjob.kubeflow.org/applied created" in kubectl("apply", "-f", str(manifest), "-n", test_namespace).stdout
+    assert (
+        "pytorchjob.kubeflow.org/applied created" in kubectl("apply", "-f", str(manifest), "-n", test_namespace).stdout
+    )
     assert "unchanged" in kubectl("apply", "-f", str(manifest), "-n", test_namespace).stdout
     job["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = 2
     manifest.write_text(yaml.safe_dump(job))
@@ -90,8 +98,9 @@ def test_apply_is_idempotent_and_configures_changes(kubectl: Any, test_namespace
     assert stored["metadata"]["generation"] == 2
 
 
-def test_get_describe_pods_logs_wait_delete(kubectl: Any, kube_api: Any, control_plane: ControlPlane,
-                                            test_namespace: str) -> None:
+def test_get_describe_pods_logs_wait_delete(
+    kubectl: Any, kube_api: Any, control_plane: ControlPlane, test_namespace: str
+) -> None:
     ns, jobs, core = test_namespace, client.CustomObjectsApi(kube_api), client.CoreV1Api(kube_api)
     job = jobs.create_namespaced_custom_object("kubeflow.org", "v1", ns, "pytorchjobs", pytorchjob("mnist", workers=1))
     for rtype in ("master", "worker"):
@@ -99,9 +108,20 @@ def test_get_describe_pods_logs_wait_delete(kubectl: Any, kube_api: Any, control
         core.create_namespaced_pod(ns, pod(f"mnist-{rtype}-0", labels, owner=job))
     core.create_namespaced_pod(ns, pod("unrelated"))
     jobs.patch_namespaced_custom_object_status(
-        "kubeflow.org", "v1", ns, "pytorchjobs", "mnist",
-        {"status": {"conditions": [condition("Created", "PyTorchJobCreated", "PyTorchJob mnist is created."),
-                                   condition("Running", "PyTorchJobRunning", "PyTorchJob mnist is running.")]}})
+        "kubeflow.org",
+        "v1",
+        ns,
+        "pytorchjobs",
+        "mnist",
+        {
+            "status": {
+                "conditions": [
+                    condition("Created", "PyTorchJobCreated", "PyTorchJob mnist is created."),
+                    condition("Running", "PyTorchJobRunning", "PyTorchJob mnist is running."),
+                ]
+            }
+        },
+    )
     store_job = jobs.get_namespaced_custom_object("kubeflow.org", "v1", ns, "pytorchjobs", "mnist")
 
     table = kubectl("get", "pytorchjobs", "-n", ns).stdout.splitlines()
@@ -109,12 +129,26 @@ def test_get_describe_pods_logs_wait_delete(kubectl: Any, kube_api: Any, control
     assert table[1].split()[:2] == ["mnist", "Running"]
 
     # an event such as the job controller will record shows up in describe
-    core.create_namespaced_event(ns, {
-        "metadata": {"name": "mnist.1"}, "type": "Normal", "reason": "SuccessfulCreatePod",
-        "message": "Created pod: mnist-master-0", "source": {"component": "pytorchjob-controller"},
-        "involvedObject": {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "name": "mnist",
-                           "namespace": ns, "uid": store_job["metadata"]["uid"]},
-        "firstTimestamp": "2026-01-01T00:00:00Z", "lastTimestamp": "2026-01-01T00:00:00Z", "count": 1})
+    core.create_namespaced_event(
+        ns,
+        {
+            "metadata": {"name": "mnist.1"},
+            "type": "Normal",
+            "reason": "SuccessfulCreatePod",
+            "message": "Created pod: mnist-master-0",
+            "source": {"component": "pytorchjob-controller"},
+            "involvedObject": {
+                "apiVersion": "kubeflow.org/v1",
+                "kind": "PyTorchJob",
+                "name": "mnist",
+                "namespace": ns,
+                "uid": store_job["metadata"]["uid"],
+            },
+            "firstTimestamp": "2026-01-01T00:00:00Z",
+            "lastTimestamp": "2026-01-01T00:00:00Z",
+            "count": 1,
+        },
+    )
     described = kubectl("describe", "pytorchjob", "mnist", "-n", ns).stdout
     assert "Name:         mnist" in described and "Kind:         PyTorchJob" in described
     assert "SuccessfulCreatePod" in described and "Created pod: mnist-master-0" in described
@@ -122,26 +156,49 @@ def test_get_describe_pods_logs_wait_delete(kubectl: Any, kube_api: Any, control
     pods = kubectl("get", "pods", "-l", f"{JOB_LABEL}=mnist", "-n", ns).stdout.splitlines()
     assert pods[0].split() == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
     assert sorted(line.split()[0] for line in pods[1:]) == ["mnist-master-0", "mnist-worker-0"]
-    master = kubectl("get", "pods", "-l", f"{JOB_LABEL}=mnist,training.kubeflow.org/replica-type=master",
-                     "-o", "name", "-n", ns).stdout.strip()
+    master = kubectl(
+        "get", "pods", "-l", f"{JOB_LABEL}=mnist,training.kubeflow.org/replica-type=master", "-o", "name", "-n", ns
+    ).stdout.strip()
     assert master == "pod/mnist-master-0"
 
     home = Home(Path(control_plane.home))
     writer = LogWriter(log_path(home, ns, "mnist-master-0", "pytorch", 0))
     writer.write("epoch 1\n")
-    follow = subprocess.Popen([str(KUBECTL), "logs", "-f", master, "-n", ns], env=kubectl.env,
-                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    wait = subprocess.Popen([str(KUBECTL), "wait", "--for=condition=Succeeded", "pytorchjob/mnist", "-n", ns,
-                             "--timeout=30s"], env=kubectl.env, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    follow = subprocess.Popen(
+        [str(KUBECTL), "logs", "-f", master, "-n", ns],
+        env=kubectl.env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    wait = subprocess.Popen(
+        [str(KUBECTL), "wait", "--for=condition=Succeeded", "pytorchjob/mnist", "-n", ns, "--timeout=30s"],
+        env=kubectl.env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     time.sleep(0.5)
     assert follow.poll() is None and wait.poll() is None  # both are waiting
     writer.write("epoch 2\ndone\n")
     writer.close()
     core.patch_namespaced_pod_status("mnist-master-0", ns, {"status": {"phase": "Succeeded"}})
     jobs.patch_namespaced_custom_object_status(
-        "kubeflow.org", "v1", ns, "pytorchjobs", "mnist",
-        {"status": {"conditions": [condition("Succeeded", "PyTorchJobSucceeded", "PyTorchJob mnist is successfully completed.")]}})
+        "kubeflow.org",
+        "v1",
+        ns,
+        "pytorchjobs",
+        "mnist",
+        {
+            "status": {
+                "conditions": [
+                    condition("Succeeded", "PyTorchJobSucceeded", "PyTorchJob mnist is successfully completed.")
+                ]
+            }
+        },
+    )
     out, err = follow.communicate(timeout=15)
     assert follow.returncode == 0, err
     assert out == "epoch 1\nepoch 2\ndone\n"
@@ -158,8 +215,9 @@ def test_get_describe_pods_logs_wait_delete(kubectl: Any, kube_api: Any, control
 
 
 def test_wait_on_a_missing_job_says_not_found(kubectl: Any, test_namespace: str) -> None:
-    done = kubectl("wait", "--for=condition=Succeeded", "pytorchjob/nope", "-n", test_namespace, "--timeout=5s",
-                   check=False)
+    done = kubectl(
+        "wait", "--for=condition=Succeeded", "pytorchjob/nope", "-n", test_namespace, "--timeout=5s", check=False
+    )
     assert done.returncode == 1 and "NotFound" in done.stderr
 
 
@@ -168,6 +226,12 @@ def test_kubectl_without_the_token_is_unauthorized(kubectl: Any, control_plane: 
     config["users"][0]["user"]["token"] = "wrong"
     bad = tmp_path / "kubeconfig"
     bad.write_text(yaml.safe_dump(config))
-    done = subprocess.run([str(KUBECTL), "--kubeconfig", str(bad), "get", "pods"], capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, env={**kubectl.env, "KUBECONFIG": str(bad)}, timeout=30)
+    done = subprocess.run(
+        [str(KUBECTL), "--kubeconfig", str(bad), "get", "pods"],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env={**kubectl.env, "KUBECONFIG": str(bad)},
+        timeout=30,
+    )
     assert done.returncode == 1 and "You must be logged in to the server" in done.stderr

@@ -74,7 +74,9 @@ def test_watch_replays_from_a_resource_version_and_follows_live_writes(kube_api:
     jobs = custom(kube_api)
     start_rv = jobs.list_namespaced_custom_object(GROUP, VERSION, test_namespace, PLURAL)["metadata"]["resourceVersion"]
     jobs.create_namespaced_custom_object(GROUP, VERSION, test_namespace, PLURAL, pytorchjob("w1"))
-    jobs.patch_namespaced_custom_object(GROUP, VERSION, test_namespace, PLURAL, "w1", {"metadata": {"labels": {"x": "1"}}})
+    jobs.patch_namespaced_custom_object(
+        GROUP, VERSION, test_namespace, PLURAL, "w1", {"metadata": {"labels": {"x": "1"}}}
+    )
 
     def later() -> None:
         time.sleep(0.3)
@@ -82,8 +84,15 @@ def test_watch_replays_from_a_resource_version_and_follows_live_writes(kube_api:
 
     threading.Thread(target=later).start()
     seen = []
-    stream = watch.Watch().stream(jobs.list_namespaced_custom_object, GROUP, VERSION, test_namespace, PLURAL,
-                                  resource_version=start_rv, timeout_seconds=5)
+    stream = watch.Watch().stream(
+        jobs.list_namespaced_custom_object,
+        GROUP,
+        VERSION,
+        test_namespace,
+        PLURAL,
+        resource_version=start_rv,
+        timeout_seconds=5,
+    )
     for event in stream:
         seen.append((event["type"], event["object"]["metadata"]["name"]))
         if event["type"] == "DELETED":
@@ -93,8 +102,9 @@ def test_watch_replays_from_a_resource_version_and_follows_live_writes(kube_api:
 
 def test_watch_sends_bookmarks_when_asked(kube_api: Any, test_namespace: str) -> None:
     core = client.CoreV1Api(kube_api)
-    response = core.list_namespaced_config_map(test_namespace, watch=True, allow_watch_bookmarks=True,
-                                               timeout_seconds=2, _preload_content=False)
+    response = core.list_namespaced_config_map(
+        test_namespace, watch=True, allow_watch_bookmarks=True, timeout_seconds=2, _preload_content=False
+    )
     first = next(response.stream())  # the server ends the stream at timeoutSeconds
     assert b'"type":"BOOKMARK"' in first and b'"resourceVersion"' in first
     response.release_conn()
@@ -115,15 +125,24 @@ def test_label_and_field_selectors_and_pagination(kube_api: Any, test_namespace:
     core.patch_namespaced_pod_status("mnist-worker-2", test_namespace, {"status": {"phase": "Running"}})
 
     assert _pods(kube_api, test_namespace, label_selector=f"{JOB_LABEL}=mnist") == [
-        "mnist-master-0", "mnist-worker-1", "mnist-worker-2"]
+        "mnist-master-0",
+        "mnist-worker-1",
+        "mnist-worker-2",
+    ]
     assert _pods(kube_api, test_namespace, label_selector=f"{JOB_LABEL}!=mnist") == ["other"]
     assert _pods(kube_api, test_namespace, label_selector="training.kubeflow.org/replica-type in (master)") == [
-        "mnist-master-0"]
+        "mnist-master-0"
+    ]
     assert _pods(kube_api, test_namespace, label_selector="training.kubeflow.org/replica-type notin (master)") == [
-        "mnist-worker-1", "mnist-worker-2", "other"]
+        "mnist-worker-1",
+        "mnist-worker-2",
+        "other",
+    ]
     assert _pods(kube_api, test_namespace, label_selector="gpu") == ["mnist-worker-2"]
     assert _pods(kube_api, test_namespace, label_selector=f"!gpu,{JOB_LABEL}=mnist") == [
-        "mnist-master-0", "mnist-worker-1"]
+        "mnist-master-0",
+        "mnist-worker-1",
+    ]
     assert _pods(kube_api, test_namespace, field_selector="status.phase=Running") == ["mnist-worker-2"]
     assert _pods(kube_api, test_namespace, field_selector="metadata.name=other") == ["other"]
 
@@ -131,7 +150,8 @@ def test_label_and_field_selectors_and_pagination(kube_api: Any, test_namespace:
     assert len(first.items) == 3 and first.metadata._continue
     rest = core.list_namespaced_pod(test_namespace, limit=3, _continue=first.metadata._continue)
     assert [p.metadata.name for p in first.items + rest.items] == sorted(
-        ["mnist-master-0", "mnist-worker-1", "mnist-worker-2", "other"])
+        ["mnist-master-0", "mnist-worker-1", "mnist-worker-2", "other"]
+    )
     assert not rest.metadata._continue
 
 
@@ -140,20 +160,31 @@ def test_json_merge_and_strategic_merge_patches(kube_api: Any, test_namespace: s
     jobs.create_namespaced_custom_object(GROUP, VERSION, test_namespace, PLURAL, pytorchjob("p", workers=1))
     ops = [{"op": "replace", "path": "/spec/pytorchReplicaSpecs/Worker/replicas", "value": 3}]
     json_patch = "application/json-patch+json"
-    patched = jobs.patch_namespaced_custom_object(GROUP, VERSION, test_namespace, PLURAL, "p", ops,
-                                                  _content_type=json_patch)
+    patched = jobs.patch_namespaced_custom_object(
+        GROUP, VERSION, test_namespace, PLURAL, "p", ops, _content_type=json_patch
+    )
     assert patched["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 3
     merged = jobs.patch_namespaced_custom_object(
-        GROUP, VERSION, test_namespace, PLURAL, "p", {"spec": {"pytorchReplicaSpecs": {"Worker": None}}})
+        GROUP, VERSION, test_namespace, PLURAL, "p", {"spec": {"pytorchReplicaSpecs": {"Worker": None}}}
+    )
     assert list(merged["spec"]["pytorchReplicaSpecs"]) == ["Master"]
     with pytest.raises(ApiException) as bad:
-        jobs.patch_namespaced_custom_object(GROUP, VERSION, test_namespace, PLURAL, "p",
-                                            [{"op": "remove", "path": "/spec/nothing"}], _content_type=json_patch)
+        jobs.patch_namespaced_custom_object(
+            GROUP,
+            VERSION,
+            test_namespace,
+            PLURAL,
+            "p",
+            [{"op": "remove", "path": "/spec/nothing"}],
+            _content_type=json_patch,
+        )
     assert bad.value.status == 422
 
     core.create_namespaced_pod(test_namespace, pod("two", containers=("main", "sidecar")))
     # the python client sends strategic merge patch for core types: containers merge by name
-    core.patch_namespaced_pod("two", test_namespace, {"spec": {"containers": [{"name": "sidecar", "image": "busybox"}]}})
+    core.patch_namespaced_pod(
+        "two", test_namespace, {"spec": {"containers": [{"name": "sidecar", "image": "busybox"}]}}
+    )
     containers = {c.name: c.image for c in core.read_namespaced_pod("two", test_namespace).spec.containers}
     assert containers == {"main": "python:3.11", "sidecar": "busybox"}
 
@@ -162,14 +193,12 @@ def test_owner_references_drive_garbage_collection(kube_api: Any, test_namespace
     jobs, core = custom(kube_api), client.CoreV1Api(kube_api)
     owner = jobs.create_namespaced_custom_object(GROUP, VERSION, test_namespace, PLURAL, pytorchjob("gc"))
     core.create_namespaced_pod(test_namespace, pod("gc-master-0", owner=owner))
-    jobs.delete_namespaced_custom_object(GROUP, VERSION, test_namespace, PLURAL, "gc",
-                                         propagation_policy="Background")
+    jobs.delete_namespaced_custom_object(GROUP, VERSION, test_namespace, PLURAL, "gc", propagation_policy="Background")
     assert _pods(kube_api, test_namespace) == []
 
     owner = jobs.create_namespaced_custom_object(GROUP, VERSION, test_namespace, PLURAL, pytorchjob("orphan"))
     core.create_namespaced_pod(test_namespace, pod("orphan-master-0", owner=owner))
-    jobs.delete_namespaced_custom_object(GROUP, VERSION, test_namespace, PLURAL, "orphan",
-                                         propagation_policy="Orphan")
+    jobs.delete_namespaced_custom_object(GROUP, VERSION, test_namespace, PLURAL, "orphan", propagation_policy="Orphan")
     kept = core.read_namespaced_pod("orphan-master-0", test_namespace)
     assert not kept.metadata.owner_references
 
@@ -202,8 +231,9 @@ def test_pod_logs_tail_timestamps_and_follow(kube_api: Any, control_plane: Contr
     def read(**kwargs: Any) -> str:
         # kubernetes 36 turns a text/plain body into "b'...'" when it preloads it; read the raw body
         # as the cncf.kubernetes provider does
-        return str(core.read_namespaced_pod_log("logger", test_namespace, _preload_content=False, **kwargs)
-                   .data.decode())
+        return str(
+            core.read_namespaced_pod_log("logger", test_namespace, _preload_content=False, **kwargs).data.decode()
+        )
 
     assert read() == "restarted\nepoch 3 loss 0.3\n"
     assert read(previous=True).startswith("epoch 1 loss 0.9\n")
@@ -235,7 +265,8 @@ def test_pvc_made_on_first_reference_and_events_selectable(
     assert claim.status.phase == "Bound"
     assert (Path(control_plane.home) / "volumes" / "pvc" / test_namespace / "model-output-pvc").is_dir()
     events = core.list_namespaced_event(
-        test_namespace, field_selector="involvedObject.name=model-output-pvc,involvedObject.kind=PersistentVolumeClaim")
+        test_namespace, field_selector="involvedObject.name=model-output-pvc,involvedObject.kind=PersistentVolumeClaim"
+    )
     assert [e.reason for e in events.items] == ["ProvisioningSucceeded"]
 
 

@@ -52,18 +52,10 @@ def main(argv: list[str]) -> int:
             api.login(a.args[0], a.u or "", stdin.strip(), plain_http=a.plain_http)
             print("Log in successful")
         elif a.command == "inspect":
-            print(
-                json.dumps(
-                    transfer.inspect_local(LocalStore(), parse(a.args[0], default_tag="latest")), indent=2
-                )
-            )
+            print(json.dumps(transfer.inspect_local(LocalStore(), parse(a.args[0], default_tag="latest")), indent=2))
         elif a.command == "list":
             for kit in LocalStore().list():
-                print(
-                    json.dumps(
-                        {"repo": kit.repo_key, "digest": kit.descriptor.digest, "tags": list(kit.tags)}
-                    )
-                )
+                print(json.dumps({"repo": kit.repo_key, "digest": kit.descriptor.digest, "tags": list(kit.tags)}))
         else:
             print(f"[ERROR] unsupported command {a.command}", file=sys.stderr)
             return 1

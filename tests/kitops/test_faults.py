@@ -114,9 +114,7 @@ def tiny_disk(tmp_path: Path):
 
 def test_disk_full_during_pack_is_clear_and_store_consistent(tiny_disk, tmp_path):
     store = LocalStore(tiny_disk / "home")
-    small = make_tree(
-        tmp_path / "small", {"Kitfile": "manifestVersion: 1.0.0\nmodel:\n  path: m\n", "m/w": "ok"}
-    )
+    small = make_tree(tmp_path / "small", {"Kitfile": "manifestVersion: 1.0.0\nmodel:\n  path: m\n", "m/w": "ok"})
     packmod.pack(small, reference=parse("localhost/small:v1"), store=store)
     before = sorted(p.name for p in store.root.iterdir())
     ctx = _big_model(tmp_path, 2048 * KIB)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -10,8 +9,9 @@ import pytest
 import yaml
 
 from airflow_provider_training.specs.kitfile import Kitfile, KitfileError, check, go_float
+from tests.paths import KITOPS_TESTDATA
 
-DATA = Path(os.environ.get("KITOPS_TESTDATA", "/work/shared/testdata/kitops"))
+DATA = KITOPS_TESTDATA
 PARAMS = sorted((DATA / "kitops-v1.7.0/parameters").glob("*.yaml"))
 VALIDATION = sorted((DATA / "kitops-upstream-2026/validation").glob("*.yaml"))
 
@@ -83,10 +83,7 @@ def test_go_float_formatting(value: float, text: str) -> None:
 
 
 def test_empty_kitfile_config_keeps_package() -> None:
-    assert (
-        Kitfile.from_yaml("manifestVersion: 1.0.0\n").to_config_json()
-        == b'{"manifestVersion":"1.0.0","package":{}}'
-    )
+    assert Kitfile.from_yaml("manifestVersion: 1.0.0\n").to_config_json() == b'{"manifestVersion":"1.0.0","package":{}}'
 
 
 def test_docs_path_is_always_emitted_and_yaml_roundtrips() -> None:

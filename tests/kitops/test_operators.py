@@ -178,9 +178,7 @@ def test_registry_links():
     assert registry_url("ccr.ccs.tencentyun.com/ml-models/mnist:v1") == (
         "https://console.cloud.tencent.com/tcr/repository/details/ccr/ml-models/mnist"
     )
-    assert registry_url("inst.tencentcloudcr.com/ml/mnist:v1").startswith(
-        "https://console.cloud.tencent.com/tcr/"
-    )
+    assert registry_url("inst.tencentcloudcr.com/ml/mnist:v1").startswith("https://console.cloud.tencent.com/tcr/")
     assert registry_url("127.0.0.1:5000/ml/m:v1") == "http://127.0.0.1:5000/v2/ml/m/manifests/v1"
 
 

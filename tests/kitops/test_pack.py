@@ -23,8 +23,9 @@ from airflow_provider_training.kitops.store import LocalStore
 from airflow_provider_training.kitops.tarlayer import Entry, header_blocks, write_layer
 from airflow_provider_training.kitops.unpack import UnsafePathError, extract_layer, unpack
 from tests.kitops.conftest import make_tree
+from tests.paths import KITOPS_TESTDATA
 
-DATA = Path(os.environ.get("KITOPS_TESTDATA", "/work/shared/testdata/kitops"))
+DATA = KITOPS_TESTDATA
 PACK_CASES = [
     *sorted((DATA / "kitops-v1.7.0/pack-unpack").glob("*.yaml")),
     DATA / "kitops-2026-01-fork-arnab2001/test_pack-model-with-prompts.yaml",
@@ -50,9 +51,7 @@ def test_pack_unpack_cases(case: Path, tmp_path: Path, store: LocalStore) -> Non
     packmod.pack(ctx, reference=ref, store=store)
     out = unpack(store, ref, tmp_path / "out")
     unpacked = sorted(
-        str(p.relative_to(out.directory))
-        for p in out.directory.rglob("*")
-        if p.is_file() and p.name != "Kitfile"
+        str(p.relative_to(out.directory)) for p in out.directory.rglob("*") if p.is_file() and p.name != "Kitfile"
     )
     assert unpacked == sorted(files)
 
@@ -126,13 +125,9 @@ def test_layer_is_readable_unpadded_and_deterministic(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("compression", ["gzip", "gzip-fastest", "zstd"])
 def test_compressed_layers_keep_diff_id(compression: str, tmp_path: Path, store: LocalStore) -> None:
-    ctx = make_tree(
-        tmp_path / "c", {"Kitfile": "manifestVersion: 1.0.0\nmodel:\n  path: m\n", "m/w": b"w" * 5000}
-    )
+    ctx = make_tree(tmp_path / "c", {"Kitfile": "manifestVersion: 1.0.0\nmodel:\n  path: m\n", "m/w": b"w" * 5000})
     plain = packmod.pack(ctx, reference=parse("localhost/p:none"), store=store)
-    packed = packmod.pack(
-        ctx, reference=parse(f"localhost/p:{compression}"), store=store, compression=compression
-    )
+    packed = packmod.pack(ctx, reference=parse(f"localhost/p:{compression}"), store=store, compression=compression)
     assert packed.layers[0].diff_id == plain.layers[0].diff_id
     assert packed.layers[0].digest != plain.layers[0].digest
     suffix = "+zstd" if compression == "zstd" else "+gzip"
@@ -141,9 +136,7 @@ def test_compressed_layers_keep_diff_id(compression: str, tmp_path: Path, store:
     assert (out.directory / "m/w").read_bytes() == b"w" * 5000
     if compression.startswith("gzip"):
         head = store.read_blob(packed.layers[0].digest)[:10]
-        assert head == b"\x1f\x8b\x08\x00\x00\x00\x00\x00" + bytes(
-            [4 if compression == "gzip-fastest" else 0, 255]
-        )
+        assert head == b"\x1f\x8b\x08\x00\x00\x00\x00\x00" + bytes([4 if compression == "gzip-fastest" else 0, 255])
 
 
 def test_manifest_and_config_shape(model_dir: Path, store: LocalStore) -> None:
@@ -189,8 +182,7 @@ def test_model_reference_packs_no_model_layer(model_dir: Path, store: LocalStore
     child = make_tree(
         tmp_path / "child",
         {
-            "Kitfile": "manifestVersion: 1.0.0\nmodel:\n  path: localhost/base:v1\n"
-            "  parts:\n    - path: adapter\n",
+            "Kitfile": "manifestVersion: 1.0.0\nmodel:\n  path: localhost/base:v1\n  parts:\n    - path: adapter\n",
             "adapter/lora.bin": "lora",
         },
     )

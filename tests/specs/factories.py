@@ -7,8 +7,6 @@ from typing import Any
 
 from airflow_provider_training.specs.kinds import KINDS
 
-SEED = "../shared/examples/seed"
-
 # Replica types that make a minimal valid job of each kind.
 TOPOLOGY = {
     "PyTorchJob": {"Master": 1, "Worker": 2},

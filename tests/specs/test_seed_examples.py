@@ -9,8 +9,8 @@ import yaml
 
 from airflow_provider_training.specs import dump_yaml, load_jobs
 from airflow_provider_training.validation import ValidationReport, validate
+from tests.paths import SEED
 
-SEED = Path(__file__).resolve().parents[2].parent / "shared" / "examples" / "seed"
 SEED_FILES = sorted(SEED.glob("*.yaml"))
 
 

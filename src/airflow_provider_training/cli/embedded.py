@@ -61,7 +61,5 @@ def register(subparsers: Any) -> None:
             "--home", default=None, help=f"data directory (default: ${HOME_ENV}, else ~/.airflow-training)"
         )
         if timeout:
-            sub.add_argument(
-                "--timeout", type=float, default=timeout, help="seconds to wait (default %(default)s)"
-            )
+            sub.add_argument("--timeout", type=float, default=timeout, help="seconds to wait (default %(default)s)")
         sub.set_defaults(func=func)

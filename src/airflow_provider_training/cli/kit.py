@@ -107,9 +107,7 @@ def register(subparsers: Any) -> None:
 
 
 def _client(args: argparse.Namespace, registry: str) -> Any:
-    return api.make_client(
-        registry, plain_http=args.plain_http, tls_verify=args.tls_verify, ca_cert=args.tls_cert
-    )
+    return api.make_client(registry, plain_http=args.plain_http, tls_verify=args.tls_verify, ca_cert=args.tls_cert)
 
 
 def _guard(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:

@@ -104,17 +104,13 @@ def status(home: str | os.PathLike[str] | None = None) -> DaemonStatus:
         return DaemonStatus(True, False, pid, None, h.kubeconfig, "starting")
     url = str(endpoint["url"])
     if not _ready(h, url):
-        return DaemonStatus(
-            True, False, pid, url, h.kubeconfig, f"running (pid {pid}) but not answering on {url}"
-        )
+        return DaemonStatus(True, False, pid, url, h.kubeconfig, f"running (pid {pid}) but not answering on {url}")
     return DaemonStatus(True, True, pid, url, h.kubeconfig, f"running (pid {pid}) on {url}")
 
 
 def _control_plane(h: Home, st: DaemonStatus) -> ControlPlane:
     assert st.api_url is not None
-    return ControlPlane(
-        h.root, st.api_url, h.kubeconfig, h.token.read_text().strip(), tls.paths(h).ca, st.pid or 0
-    )
+    return ControlPlane(h.root, st.api_url, h.kubeconfig, h.token.read_text().strip(), tls.paths(h).ca, st.pid or 0)
 
 
 def start(
@@ -133,33 +129,36 @@ def start(
     command = [sys.executable, "-m", "airflow_provider_training.embedded.server", "--home", str(h.root)]
     if port is not None:
         command += ["--port", str(port)]
-    process = None
-    if not current.running:
-        with open(h.daemon_log, "ab") as log:
-            # A new session and no inherited stdio: whoever ran `start` can read its output to EOF.
-            process = subprocess.Popen(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                start_new_session=True,
-                env={**os.environ, **(env or {})},
-                close_fds=True,
-            )
+    process: subprocess.Popen[bytes] | None = None
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        # A daemon that was just killed may hold its lock a moment longer: decide on each pass.
+        if not current.running:
+            if process is None:
+                process = _spawn(command, h, env)
+            elif process.poll() is not None:
+                raise DaemonError(
+                    f"the control plane daemon for {h.root} exited with code {process.returncode}:\n" + _log_tail(h)
+                )
+        time.sleep(0.05)
         current = status(h.root)
         if current.ready:
             return _control_plane(h, current)
-        if process is not None and process.poll() is not None and not _lock_held(h):
-            raise DaemonError(
-                f"the control plane daemon for {h.root} exited with code {process.returncode}:\n"
-                + _log_tail(h)
-            )
-        time.sleep(0.05)
-    raise DaemonError(
-        f"the control plane daemon for {h.root} did not answer within {timeout:.0f}s:\n{_log_tail(h)}"
-    )
+    raise DaemonError(f"the control plane daemon for {h.root} did not answer within {timeout:.0f}s:\n{_log_tail(h)}")
+
+
+def _spawn(command: list[str], h: Home, env: dict[str, str] | None) -> subprocess.Popen[bytes]:
+    with open(h.daemon_log, "ab") as log:
+        # A new session and no inherited stdio: whoever ran `start` can read its output to EOF.
+        return subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+            env={**os.environ, **(env or {})},
+            close_fds=True,
+        )
 
 
 def _log_tail(h: Home, lines: int = 15) -> str:

@@ -38,9 +38,7 @@ def render(server: str, token: str, ca_pem: bytes, namespace: str = "default") -
         "kind": "Config",
         "clusters": [{"name": CONTEXT, "cluster": cluster}],
         "users": [{"name": CONTEXT, "user": {"token": token}}],
-        "contexts": [
-            {"name": CONTEXT, "context": {"cluster": CONTEXT, "user": CONTEXT, "namespace": namespace}}
-        ],
+        "contexts": [{"name": CONTEXT, "context": {"cluster": CONTEXT, "user": CONTEXT, "namespace": namespace}}],
         "current-context": CONTEXT,
         "preferences": {},
     }

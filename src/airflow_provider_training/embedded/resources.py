@@ -152,9 +152,7 @@ def _training(info: KindInfo) -> ResourceType:
 
 
 RESOURCE_TYPES: tuple[ResourceType, ...] = (*_CORE, *_OTHER, *(_training(i) for i in ALL_KINDS))
-BY_PATH: dict[tuple[str, str, str], ResourceType] = {
-    (r.group, r.version, r.plural): r for r in RESOURCE_TYPES
-}
+BY_PATH: dict[tuple[str, str, str], ResourceType] = {(r.group, r.version, r.plural): r for r in RESOURCE_TYPES}
 BY_KEY: dict[str, ResourceType] = {r.key: r for r in RESOURCE_TYPES}
 GROUP_VERSIONS: dict[str, list[str]] = {}
 for _r in RESOURCE_TYPES:

@@ -10,17 +10,21 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import faulthandler
 import fcntl
 import json
 import logging
 import os
+import signal
 import socket
 import sys
 import time
 from collections.abc import AsyncIterator
 from typing import IO
+from urllib.parse import urlsplit
 
 import uvicorn
+import yaml
 from fastapi import FastAPI
 
 from airflow_provider_training.embedded import kubeconfig
@@ -49,8 +53,10 @@ def acquire_lock(home: Home) -> IO[str] | None:
 
 
 def _previous_port(home: Home) -> int:
-    with contextlib.suppress(OSError, ValueError, KeyError):
-        return int(json.loads(home.endpoint.read_text())["port"])
+    """The port the kubeconfig names, so kubeconfigs copied elsewhere keep working after a restart."""
+    with contextlib.suppress(OSError, ValueError, KeyError, IndexError, TypeError, yaml.YAMLError):
+        server = yaml.safe_load(home.kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+        return int(urlsplit(server).port or 0)
     return 0
 
 
@@ -102,9 +108,14 @@ def serve(home: Home, port: int | None = None) -> int:
         await ensure_initial_namespaces(ctx, INITIAL_NAMESPACES)
         controllers = ControllerContext(store=store, home=home)
         tasks = run_controllers(controllers)
-        endpoint = {"pid": os.getpid(), "url": url, "port": bound_port, "started": time.time(),
-                    # the default working directory for jobs from kubectl (issue 4's node agent)
-                    "workdir": os.getcwd()}
+        endpoint = {
+            "pid": os.getpid(),
+            "url": url,
+            "port": bound_port,
+            "started": time.time(),
+            # the default working directory for jobs from kubectl (issue 4's node agent)
+            "workdir": os.getcwd(),
+        }
         tmp = home.endpoint.with_suffix(".tmp")
         tmp.write_text(json.dumps(endpoint))
         os.replace(tmp, home.endpoint)
@@ -121,7 +132,7 @@ def serve(home: Home, port: int | None = None) -> int:
         log_level="warning",
         access_log=False,
         lifespan="on",
-        timeout_graceful_shutdown=2,
+        timeout_graceful_shutdown=1,
         loop="uvloop",
         http="httptools",
         ssl_certfile=str(certificates.cert),
@@ -143,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--home", required=True)
     parser.add_argument("--port", type=int, default=None)
     args = parser.parse_args(argv)
+    faulthandler.register(signal.SIGUSR1)  # `kill -USR1 <pid>` writes every thread's stack to the log
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     return serve(Home.at(args.home), args.port)
 

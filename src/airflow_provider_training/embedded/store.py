@@ -9,6 +9,7 @@ in-process listeners, which the store calls after each commit.
 
 from __future__ import annotations
 
+import builtins
 import json
 import sqlite3
 import threading
@@ -107,7 +108,7 @@ class Store:
     def __init__(self, path: Path, *, durable: bool = False, event_retention: int = 50_000) -> None:
         self.path = path
         self._lock = threading.RLock()
-        self._listeners: list[Listener] = []
+        self._listeners: builtins.list[Listener] = []
         self._event_retention = event_retention
         self._conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
         self._conn.execute("PRAGMA journal_mode=WAL")
@@ -121,9 +122,7 @@ class Store:
     # -- schema ---------------------------------------------------------------------------------
     def _open_schema(self) -> None:
         with self._lock:
-            tables = {
-                row[0] for row in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
-            }
+            tables = {row[0] for row in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
             if "meta" not in tables:
                 self._conn.executescript(_SCHEMA_V1)
                 self._conn.execute(
@@ -214,15 +213,27 @@ class Store:
     ) -> ListResult:
         """List in (namespace, name) order. Equality terms narrow through the label index and the
         label filter runs on the small labels column, so bodies are decoded only for candidates."""
-        sql = ["SELECT o.namespace, o.name, o.labels, o.body FROM objects o"]
-        params: list[Any] = []
-        for i, (key, value) in enumerate(label_equals):
+        terms = list(label_equals)
+        params: builtins.list[Any] = []
+        if terms:
+            # The first equality term drives the query from the label index (CROSS JOIN fixes
+            # SQLite's loop order), so only matching objects' rows are ever read.
+            key, value = terms.pop(0)
+            sql = [
+                "SELECT o.namespace, o.name, o.labels, o.body FROM labels l CROSS JOIN objects o "
+                "ON o.resource=l.resource AND o.namespace=l.namespace AND o.name=l.name "
+                "WHERE l.resource=? AND l.key=? AND l.value=?"
+            ]
+            params += [resource, key, value]
+        else:
+            sql = ["SELECT o.namespace, o.name, o.labels, o.body FROM objects o WHERE 1"]
+        for key, value in terms:
             sql.append(
-                f" JOIN labels l{i} ON l{i}.resource=o.resource AND l{i}.namespace=o.namespace "
-                f"AND l{i}.name=o.name AND l{i}.key=? AND l{i}.value=?"
+                " AND EXISTS (SELECT 1 FROM labels x WHERE x.resource=o.resource AND x.key=? AND x.value=? "
+                "AND x.namespace=o.namespace AND x.name=o.name)"
             )
             params += [key, value]
-        sql.append(" WHERE o.resource=?")
+        sql.append(" AND o.resource=?")
         params.append(resource)
         if namespace is not None:
             sql.append(" AND o.namespace=?")
@@ -231,12 +242,12 @@ class Store:
             sql.append(" AND (o.namespace, o.name) > (?, ?)")
             params += list(after)
         sql.append(" ORDER BY o.namespace, o.name")
-        items: list[dict[str, Any]] = []
+        items: builtins.list[dict[str, Any]] = []
         next_key: tuple[str, str] | None = None
         with self._lock:
             rv = self._rv
             rows = self._conn.execute("".join(sql), params).fetchall()
-        for ns, name, labels, body in rows:
+        for _ns, _name, labels, body in rows:
             if label_filter is not None and not label_filter(json.loads(labels)):
                 continue
             obj = json.loads(body)
@@ -249,7 +260,7 @@ class Store:
             items.append(obj)
         return ListResult(items, rv, next_key)
 
-    def dependents(self, owner_uid: str) -> list[tuple[str, str, str]]:
+    def dependents(self, owner_uid: str) -> builtins.list[tuple[str, str, str]]:
         """(resource, namespace, name) of every object whose ownerReferences name ``owner_uid``."""
         with self._lock:
             rows = self._conn.execute(
@@ -257,13 +268,13 @@ class Store:
             ).fetchall()
         return [(r, ns, n) for r, ns, n in rows]
 
-    def events_since(self, rv: int, resource: str | None = None) -> list[WatchEvent]:
+    def events_since(self, rv: int, resource: str | None = None) -> builtins.list[WatchEvent]:
         """Events after ``rv`` from the log; ``GoneError`` when the log no longer reaches back that far."""
         with self._lock:
             if rv < self._compacted:
                 raise GoneError(rv, self._compacted + 1)
             sql = "SELECT rv, resource, namespace, name, type, body FROM events WHERE rv>?"
-            params: list[Any] = [rv]
+            params: builtins.list[Any] = [rv]
             if resource is not None:
                 sql += " AND resource=?"
                 params.append(resource)
@@ -272,6 +283,8 @@ class Store:
 
     # -- writes ---------------------------------------------------------------------------------
     def create(self, resource: str, obj: dict[str, Any]) -> dict[str, Any]:
+        """Store a new object; returns a copy with the server-set metadata (``obj`` is left alone)."""
+        obj = json.loads(_dumps(obj))
         meta = obj.setdefault("metadata", {})
         namespace, name = meta.get("namespace", ""), meta["name"]
         with self._lock:
@@ -289,6 +302,7 @@ class Store:
     def update(self, resource: str, obj: dict[str, Any], *, check_rv: bool = True) -> dict[str, Any]:
         """Replace an object. A ``metadata.resourceVersion`` in ``obj`` must match the stored one
         (``ConflictError``); an object being deleted whose last finalizer goes is removed."""
+        obj = json.loads(_dumps(obj))
         meta = obj["metadata"]
         namespace, name = meta.get("namespace", ""), meta["name"]
         with self._lock:
@@ -296,11 +310,7 @@ class Store:
             if old is None:
                 raise NotFoundError(name)
             old_meta = old["metadata"]
-            if (
-                check_rv
-                and meta.get("resourceVersion")
-                and meta["resourceVersion"] != old_meta["resourceVersion"]
-            ):
+            if check_rv and meta.get("resourceVersion") and meta["resourceVersion"] != old_meta["resourceVersion"]:
                 raise ConflictError(name)
             rv = self._rv + 1
             for key in ("uid", "creationTimestamp", "deletionTimestamp", "generation"):
@@ -323,7 +333,7 @@ class Store:
             old = self.get(resource, namespace, name)
             if old is None or (uid is not None and old["metadata"].get("uid") != uid):
                 raise NotFoundError(name)
-            obj = json.loads(_dumps(old))
+            obj: dict[str, Any] = json.loads(_dumps(old))
             meta = obj["metadata"]
             rv = self._rv + 1
             meta["resourceVersion"] = str(rv)
@@ -346,7 +356,7 @@ class Store:
             is not None
         )
 
-    def _commit(self, rv: int, changes: list[tuple[str, str, dict[str, Any], dict[str, Any] | None]]) -> None:
+    def _commit(self, rv: int, changes: builtins.list[tuple[str, str, dict[str, Any], dict[str, Any] | None]]) -> None:
         conn = self._conn
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -371,15 +381,9 @@ class Store:
                     )
                     conn.executemany(
                         "INSERT OR IGNORE INTO owners VALUES (?, ?, ?, ?)",
-                        [
-                            (ref["uid"], resource, ns, name)
-                            for ref in meta.get("ownerReferences") or []
-                            if "uid" in ref
-                        ],
+                        [(ref["uid"], resource, ns, name) for ref in meta.get("ownerReferences") or [] if "uid" in ref],
                     )
-                conn.execute(
-                    "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)", (rv, resource, ns, name, event_type, body)
-                )
+                conn.execute("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)", (rv, resource, ns, name, event_type, body))
             conn.execute("UPDATE meta SET value=? WHERE key='resource_version'", (str(rv),))
             self._writes_since_compaction += 1
             if self._writes_since_compaction >= min(1000, max(1, self._event_retention // 10)):

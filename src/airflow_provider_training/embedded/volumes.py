@@ -36,9 +36,7 @@ def bind(home: Home, claim: dict[str, Any]) -> dict[str, Any]:
 def claims_of(pod: dict[str, Any]) -> list[str]:
     volumes = pod.get("spec", {}).get("volumes") or []
     return [
-        v["persistentVolumeClaim"]["claimName"]
-        for v in volumes
-        if v.get("persistentVolumeClaim", {}).get("claimName")
+        v["persistentVolumeClaim"]["claimName"] for v in volumes if v.get("persistentVolumeClaim", {}).get("claimName")
     ]
 
 

@@ -56,8 +56,7 @@ class ModelKitRegistryHook(BaseHook):
     def options(self) -> dict[str, Any]:
         extra = self.connection.extra_dejson or {}
         return {
-            "plain_http": _flag(extra.get("plain_http"), False)
-            or (self.connection.host or "").startswith("http://"),
+            "plain_http": _flag(extra.get("plain_http"), False) or (self.connection.host or "").startswith("http://"),
             "tls_verify": _flag(extra.get("tls_verify"), True),
             "ca_cert": extra.get("ca_cert") or None,
         }

@@ -29,9 +29,7 @@ class Credential:
 
 
 def _key(registry: str) -> str:
-    return (
-        DOCKER_HUB_KEY if registry in ("docker.io", "registry-1.docker.io", "index.docker.io") else registry
-    )
+    return DOCKER_HUB_KEY if registry in ("docker.io", "registry-1.docker.io", "index.docker.io") else registry
 
 
 def credentials_file(home: Path | None = None) -> Path:
@@ -97,9 +95,7 @@ def load_credential(registry: str, home: Path | None = None) -> Credential | Non
     cred = _lookup(credentials_file(home), registry)
     if cred:
         return cred
-    docker_dir = (
-        Path(os.environ["DOCKER_CONFIG"]) if os.environ.get("DOCKER_CONFIG") else Path.home() / ".docker"
-    )
+    docker_dir = Path(os.environ["DOCKER_CONFIG"]) if os.environ.get("DOCKER_CONFIG") else Path.home() / ".docker"
     return _lookup(docker_dir / "config.json", registry)
 
 
@@ -114,9 +110,7 @@ def save_credential(registry: str, cred: Credential, home: Path | None = None) -
         data = {}
     auths = data.setdefault("auths", {})
     if cred.username:
-        auths[_key(registry)] = {
-            "auth": base64.b64encode(f"{cred.username}:{cred.password}".encode()).decode()
-        }
+        auths[_key(registry)] = {"auth": base64.b64encode(f"{cred.username}:{cred.password}".encode()).decode()}
     else:
         auths[_key(registry)] = {"identitytoken": cred.identity_token or cred.password}
     fd, tmp = tempfile.mkstemp(prefix=".credentials-", dir=path.parent)

@@ -118,9 +118,7 @@ def generate_kitfile(
             _classify_file(entry, path.stat().st_size, found)
     kf = Kitfile(
         manifest_version=MANIFEST_VERSION,
-        package=Package(
-            name=name or context.name, description=description, authors=[author] if author else None
-        ),
+        package=Package(name=name or context.name, description=description, authors=[author] if author else None),
     )
     if found.models:
         main = _main_model(found.models)
@@ -165,13 +163,7 @@ def _classify_file(rel: str, size: int, found: _Found) -> None:
         found.datasets.append(rel)
     elif kind == "docs":
         base = os.path.basename(rel).upper()
-        desc = (
-            "Readme file"
-            if base.startswith("README")
-            else "License file"
-            if base.startswith("LICEN")
-            else None
-        )
+        desc = "Readme file" if base.startswith("README") else "License file" if base.startswith("LICEN") else None
         found.docs.append(Docs(path=rel, description=desc))
     elif kind == "metadata":
         found.metadata.append(rel)

@@ -81,9 +81,7 @@ def load_kitfile(context: Path, kitfile: str | Path | Kitfile | None) -> tuple[K
         if not path.is_absolute() and not path.exists():
             path = context / path
         if not path.is_file():
-            raise KitfileError(
-                f"Kitfile {kitfile} not found (give a path to an existing Kitfile or YAML text)"
-            )
+            raise KitfileError(f"Kitfile {kitfile} not found (give a path to an existing Kitfile or YAML text)")
         return Kitfile.from_yaml(path.read_bytes(), str(path)), str(path)
     if isinstance(kitfile, str):
         return Kitfile.from_yaml(kitfile, "kitfile"), "kitfile"

@@ -114,8 +114,7 @@ def parse(ref: str, *, default_tag: str = "", check_tcr: bool = True) -> Referen
     for t in (tag, *extra_tags):
         if t and not _TAG_RE.match(t):
             raise ReferenceError(
-                f"invalid tag {t!r} in reference {original!r}: up to 128 of [A-Za-z0-9_.-], not starting "
-                "with . or -"
+                f"invalid tag {t!r} in reference {original!r}: up to 128 of [A-Za-z0-9_.-], not starting with . or -"
             )
     if not tag and not digest:
         tag = default_tag
@@ -139,8 +138,7 @@ def check_tcr_rules(ref: Reference, original: str | None = None) -> None:
     elif host.endswith(TCR_ENTERPRISE_SUFFIX):
         if "/" not in ref.repository:
             raise ReferenceError(
-                f"TCR enterprise references need <namespace>/<repository>, got {ref.repository!r} "
-                f"in {shown!r}"
+                f"TCR enterprise references need <namespace>/<repository>, got {ref.repository!r} in {shown!r}"
             )
         namespace, repo = ref.repository.split("/", 1)
         if not (2 <= len(namespace) <= 30 and _TCR_NAMESPACE_RE.match(namespace)):
@@ -150,6 +148,5 @@ def check_tcr_rules(ref: Reference, original: str | None = None) -> None:
             )
         if not (2 < len(repo) < 245 and _TCR_REPO_RE.match(repo)):
             raise ReferenceError(
-                f"TCR repository {repo!r} in {shown!r} must be 3-244 characters of lowercase letters, "
-                "digits and . _ -"
+                f"TCR repository {repo!r} in {shown!r} must be 3-244 characters of lowercase letters, digits and . _ -"
             )

@@ -151,9 +151,7 @@ class RegistryClient:
             self._basic = True
             return
         if scheme != "bearer" or "realm" not in params:
-            raise AuthenticationError(
-                f"registry {self.registry} sent an unsupported auth challenge ({scheme})"
-            )
+            raise AuthenticationError(f"registry {self.registry} sent an unsupported auth challenge ({scheme})")
         query = {"service": params.get("service", "")}
         wanted = scope or params.get("scope", "")
         if wanted:
@@ -170,11 +168,7 @@ class RegistryClient:
                     },
                 )
             else:
-                auth = (
-                    httpx.BasicAuth(self.credential.username, self.credential.password)
-                    if self.credential
-                    else None
-                )
+                auth = httpx.BasicAuth(self.credential.username, self.credential.password) if self.credential else None
                 resp = self._http.get(params["realm"], params=query, auth=auth)
         except httpx.TransportError as exc:
             raise RegistryError(
@@ -251,11 +245,7 @@ class RegistryClient:
                     f"authentication to {self.registry} failed (HTTP 401 with credentials); check the "
                     "username and password or token"
                 )
-            if (
-                (resp.status_code >= 500 or resp.status_code == 429)
-                and retry
-                and attempt < self.options.retries
-            ):
+            if (resp.status_code >= 500 or resp.status_code == 429) and retry and attempt < self.options.retries:
                 resp.close()
                 log.warning("registry %s answered HTTP %d, retrying", self.registry, resp.status_code)
                 self._sleep(attempt)
@@ -270,9 +260,7 @@ class RegistryClient:
             detail = "; ".join(f"{e.get('code')}: {e.get('message')}" for e in errors)
         except (ValueError, AttributeError, httpx.HTTPError):
             detail = ""
-        msg = f"{what} on {self.registry} failed: HTTP {resp.status_code}" + (
-            f" ({detail})" if detail else ""
-        )
+        msg = f"{what} on {self.registry} failed: HTTP {resp.status_code}" + (f" ({detail})" if detail else "")
         if resp.status_code == 403:
             return AuthenticationError(msg + "; the account lacks permission for this repository")
         if resp.status_code == 404:
@@ -297,9 +285,7 @@ class RegistryClient:
             return False
         raise self._fail(resp, f"HEAD blob {digest}")
 
-    def push_blob(
-        self, repo: str, digest: str, size: int, path: Path, progress: ProgressFn | None = None
-    ) -> int:
+    def push_blob(self, repo: str, digest: str, size: int, path: Path, progress: ProgressFn | None = None) -> int:
         """Upload ``path`` unless the registry already has it; returns the bytes uploaded."""
         if self.blob_exists(repo, digest):
             return 0
@@ -316,17 +302,13 @@ class RegistryClient:
                 return size
             except _RestartUpload as exc:
                 if attempt >= self.options.retries:
-                    raise RegistryError(
-                        f"upload of {digest} to {self.registry}/{repo} kept failing: {exc}"
-                    ) from None
+                    raise RegistryError(f"upload of {digest} to {self.registry}/{repo} kept failing: {exc}") from None
                 log.warning("registry %s: restarting upload of %s (%s)", self.registry, digest[:19], exc)
                 self._sleep(attempt)
         raise AssertionError("unreachable")
 
     def _start_upload(self, repo: str, scope: str) -> str:
-        resp = self.request(
-            "POST", f"/v2/{repo}/blobs/uploads/", scope=scope, headers={"Content-Length": "0"}
-        )
+        resp = self.request("POST", f"/v2/{repo}/blobs/uploads/", scope=scope, headers={"Content-Length": "0"})
         if resp.status_code != 202 or "Location" not in resp.headers:
             raise self._fail(resp, f"starting an upload to {repo}")
         return urljoin(self.base + "/", resp.headers["Location"])
@@ -407,9 +389,7 @@ class RegistryClient:
             failures += 1
             location, offset = self._resume_point(location, scope, failures)
             log.info("registry %s: resuming upload of %s at byte %d", self.registry, digest[:19], offset)
-        resp = self.request(
-            "PUT", _with_digest(location, digest), scope=scope, headers={"Content-Length": "0"}
-        )
+        resp = self.request("PUT", _with_digest(location, digest), scope=scope, headers={"Content-Length": "0"})
         if resp.status_code != 201:
             raise self._fail(resp, f"completing the upload of {digest}")
 
@@ -461,14 +441,10 @@ class RegistryClient:
         if len(data) > limit:
             raise RegistryError(f"blob {digest} is larger than {limit} bytes")
         if "sha256:" + hashlib.sha256(data).hexdigest() != digest:
-            raise DigestMismatchError(
-                f"blob {digest} from {self.registry}/{repo} is corrupted (digest mismatch)"
-            )
+            raise DigestMismatchError(f"blob {digest} from {self.registry}/{repo} is corrupted (digest mismatch)")
         return data
 
-    def fetch_blob(
-        self, repo: str, digest: str, size: int, partial: Path, progress: ProgressFn | None = None
-    ) -> None:
+    def fetch_blob(self, repo: str, digest: str, size: int, partial: Path, progress: ProgressFn | None = None) -> None:
         """Download into ``partial`` (resuming from its length) and verify the digest."""
         scope = _scope(repo, push=False)
         for attempt in range(self.options.retries + 1):
@@ -503,9 +479,7 @@ class RegistryClient:
                         resp.close()
                 except (httpx.TransportError, UnreachableError):
                     if attempt >= self.options.retries:
-                        raise RegistryError(
-                            f"download of {digest} from {self.registry} kept failing"
-                        ) from None
+                        raise RegistryError(f"download of {digest} from {self.registry} kept failing") from None
                     self._sleep(attempt)
                     continue
             if _sha256_file(partial) != digest:

@@ -236,9 +236,7 @@ class LocalStore:
         tags = self._read_json(self._tags_path(ref.repo_key), {})
         tag = ref.tag or "latest"
         if tag not in tags:
-            raise NotInStoreError(
-                f"ModelKit {ref.repo_key}:{tag} is not in the local store (pull or pack it first)"
-            )
+            raise NotInStoreError(f"ModelKit {ref.repo_key}:{tag} is not in the local store (pull or pack it first)")
         return Descriptor.from_json(tags[tag])
 
     def read_manifest(self, desc: Descriptor) -> dict[str, Any]:
@@ -301,9 +299,7 @@ class LocalStore:
 
     def _gc(self, desc: Descriptor) -> None:
         shared_path = self.root / "index.json"
-        shared = self._read_json(
-            shared_path, {"schemaVersion": 2, "mediaType": mediatypes.INDEX, "manifests": []}
-        )
+        shared = self._read_json(shared_path, {"schemaVersion": 2, "mediaType": mediatypes.INDEX, "manifests": []})
         shared["manifests"] = [m for m in shared.get("manifests") or [] if m.get("digest") != desc.digest]
         self._write_json(shared_path, shared, compact=True)
         manifest = self.read_manifest(desc)

@@ -41,9 +41,7 @@ def _require_registry(ref: Reference) -> None:
 
 
 def _blobs(manifest: dict[str, Any]) -> list[Descriptor]:
-    return [Descriptor.from_json(manifest["config"])] + [
-        Descriptor.from_json(x) for x in manifest.get("layers") or []
-    ]
+    return [Descriptor.from_json(manifest["config"])] + [Descriptor.from_json(x) for x in manifest.get("layers") or []]
 
 
 def push(
@@ -62,12 +60,8 @@ def push(
     sent = 0
     for blob in _blobs(manifest):
         if not store.has_blob(blob.digest):
-            raise RegistryError(
-                f"blob {blob.digest} of {source} is missing from the local store; pack it again"
-            )
-        sent += client.push_blob(
-            dest.repository, blob.digest, blob.size, store.blob_path(blob.digest), progress
-        )
+            raise RegistryError(f"blob {blob.digest} of {source} is missing from the local store; pack it again")
+        sent += client.push_blob(dest.repository, blob.digest, blob.size, store.blob_path(blob.digest), progress)
     tags = [t for t in (dest.tag or (DEFAULT_TAG if not dest.digest else ""), *dest.extra_tags) if t]
     for tag in tags or [desc.digest]:
         client.put_manifest(dest.repository, tag, manifest_bytes)

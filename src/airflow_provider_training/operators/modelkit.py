@@ -32,9 +32,7 @@ ASSET_SCHEME = "modelkit://"
 
 def modelkit_asset(ref: Reference) -> Asset:
     """One Asset per repository: ``modelkit://<registry>/<namespace>/<repo>``."""
-    return Asset(
-        uri=f"{ASSET_SCHEME}{ref.registry}/{ref.repository}", name=f"modelkit/{ref.registry}/{ref.repository}"
-    )
+    return Asset(uri=f"{ASSET_SCHEME}{ref.registry}/{ref.repository}", name=f"modelkit/{ref.registry}/{ref.repository}")
 
 
 class _ModelKitBase(BaseOperator):
@@ -83,9 +81,7 @@ class _ModelKitBase(BaseOperator):
         if self.engine not in ENGINES:
             raise AirflowException(f"engine {self.engine!r} is not one of {', '.join(ENGINES)}")
         if self.compression not in COMPRESSIONS:
-            raise AirflowException(
-                f"compression {self.compression!r} is not one of {', '.join(COMPRESSIONS)}"
-            )
+            raise AirflowException(f"compression {self.compression!r} is not one of {', '.join(COMPRESSIONS)}")
         try:
             return parse(self.reference, default_tag=DEFAULT_TAG)
         except ReferenceError as exc:
@@ -121,9 +117,7 @@ class _ModelKitBase(BaseOperator):
             directory = resolve_source(self.source, self.namespace, cluster=bool(self.kubernetes_conn_id))
         except (ClusterModeUnavailableError, ValueError) as exc:
             raise AirflowException(str(exc)) from None
-        self.log.info(
-            "Packing %s as %s (compression %s, engine %s)", directory, ref, self.compression, self.engine
-        )
+        self.log.info("Packing %s as %s (compression %s, engine %s)", directory, ref, self.compression, self.engine)
         try:
             if self.engine == "kit":
                 self._kit().pack(directory, str(ref), kitfile=self.kitfile, compression=self.compression)
@@ -135,9 +129,7 @@ class _ModelKitBase(BaseOperator):
                     "size": sum(x["size"] for x in manifest.get("layers") or []) + manifest["config"]["size"],
                 }
             else:
-                res = packmod.pack(
-                    directory, kitfile=self.kitfile, reference=ref, compression=self.compression
-                )
+                res = packmod.pack(directory, kitfile=self.kitfile, reference=ref, compression=self.compression)
                 result = {"digest": res.digest, "size": res.size, "layers": [x.to_json() for x in res.layers]}
         except (KitfileError, StoreError, KitEngineError, FileNotFoundError, ValueError) as exc:
             raise AirflowException(str(exc)) from None

@@ -325,9 +325,7 @@ def _construct(node: yaml.Node, source: str, raw: bool, path: str) -> Any:
     if isinstance(node, yaml.MappingNode):
         out: dict[Any, Any] = {}
         for key_node, value_node in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge" or (
-                key_node.tag == _PLAIN and key_node.value == "<<"
-            ):
+            if key_node.tag == "tag:yaml.org,2002:merge" or (key_node.tag == _PLAIN and key_node.value == "<<"):
                 merged = _construct(value_node, source, raw, path)
                 for m in merged if isinstance(merged, list) else [merged]:
                     if isinstance(m, dict):
@@ -336,9 +334,7 @@ def _construct(node: yaml.Node, source: str, raw: bool, path: str) -> Any:
                 continue
             key = _construct(key_node, source, raw=raw, path=path)
             if isinstance(key, (dict, list)):
-                raise KitfileError(
-                    f"{source}: line {key_node.start_mark.line + 1}: mapping keys must be scalars"
-                )
+                raise KitfileError(f"{source}: line {key_node.start_mark.line + 1}: mapping keys must be scalars")
             if key in out:
                 raise KitfileError(
                     f'{source}: line {key_node.start_mark.line + 1}: mapping key "{key}" already defined'
@@ -627,8 +623,7 @@ def validate(kitfile: Kitfile) -> tuple[list[str], list[str]]:
         clean = posixpath.normpath(raw) if raw else "."
         if clean == ".." or clean.startswith("../"):
             errors.append(
-                "paths outside the context directory are not supported in a Kitfile "
-                f"(path {clean} in {label})"
+                f"paths outside the context directory are not supported in a Kitfile (path {clean} in {label})"
             )
             return
         if clean in seen:
@@ -656,9 +651,7 @@ def validate(kitfile: Kitfile) -> tuple[list[str], list[str]]:
                         "dataset paths are used"
                     )
             elif not is_modelkit_reference(ds.remote_path):
-                errors.append(
-                    f"invalid remotePath for dataset layer {i}: must be a ModelKit reference or s3:// URL"
-                )
+                errors.append(f"invalid remotePath for dataset layer {i}: must be a ModelKit reference or s3:// URL")
     for i, code in enumerate(kitfile.code or []):
         check(code.path, f"code layer {i}", "code")
     for i, doc in enumerate(kitfile.docs or []):
@@ -684,9 +677,7 @@ def check(kitfile: Kitfile, source: str = "Kitfile") -> list[str]:
     """Raise :class:`KitfileError` with kit's message format if invalid; return warnings."""
     errors, warnings = validate(kitfile)
     if errors:
-        raise KitfileError(
-            f"errors while validating Kitfile ({source}): \n" + "\n".join(f"  * {e}" for e in errors)
-        )
+        raise KitfileError(f"errors while validating Kitfile ({source}): \n" + "\n".join(f"  * {e}" for e in errors))
     return warnings
 
 

@@ -56,9 +56,7 @@ def _openapi(path: str) -> Response | None:
     if parts == ["openapi", "v3"]:
         return json_response(discovery.openapi_v3_root())
     if parts[:2] == ["openapi", "v3"] and len(parts) in (4, 5):
-        group, version = (
-            ("", parts[3]) if parts[2] == "api" else (parts[3], parts[4] if len(parts) == 5 else "")
-        )
+        group, version = ("", parts[3]) if parts[2] == "api" else (parts[3], parts[4] if len(parts) == 5 else "")
         body = discovery.openapi_v3_cached(group, version)
         if body is not None:
             return Response(body, media_type="application/json")

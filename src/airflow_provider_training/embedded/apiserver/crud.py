@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import copy
 import json
 import re
@@ -21,7 +22,6 @@ from airflow_provider_training.embedded.apiserver.admission import admit_trainin
 from airflow_provider_training.embedded.apiserver.context import ServerContext
 from airflow_provider_training.embedded.apiserver.http import (
     Target,
-    flag,
     json_response,
     read_body,
     wants_table,
@@ -174,9 +174,7 @@ async def create(request: Request, ctx: ServerContext, target: Target) -> Respon
     if not meta.get("name"):
         prefix = meta.get("generateName")
         if not prefix:
-            raise errors.invalid(
-                rt, "", [("metadata.name", "Required value: name or generateName is required")]
-            )
+            raise errors.invalid(rt, "", [("metadata.name", "Required value: name or generateName is required")])
         meta["name"] = prefix + "".join(secrets.choice(_GENERATE_ALPHABET) for _ in range(5))
     _check_name(rt, meta["name"])
     _prepare_new(ctx, rt, obj)
@@ -218,10 +216,11 @@ def list_objects(request: Request, ctx: ServerContext, target: Target) -> ListRe
     limit = query.get("limit")
     if limit is not None and not limit.isdigit():
         raise errors.bad_request(f"limit must be a non-negative integer (got {limit!r})")
-    after = None
+    after: tuple[str, str] | None = None
     if token := query.get("continue"):
         try:
-            after = tuple(json.loads(base64.urlsafe_b64decode(token.encode())))
+            ns, name = json.loads(base64.urlsafe_b64decode(token.encode()))
+            after = (str(ns), str(name))
         except (ValueError, binascii.Error, TypeError):
             raise errors.bad_request("continue key is not valid: list again without it") from None
     if rt is CRDS:
@@ -237,7 +236,7 @@ def list_objects(request: Request, ctx: ServerContext, target: Target) -> ListRe
         label_equals=equality_terms(labels),
         label_filter=label_matcher(labels) if labels else None,
         object_filter=field_matcher(fields) if fields else None,
-        after=after,  # type: ignore[arg-type]
+        after=after,
         limit=int(limit) if limit and int(limit) > 0 else None,
     )
 
@@ -260,9 +259,7 @@ async def list_(request: Request, ctx: ServerContext, target: Target) -> Respons
     body, list_meta = list_body(target.rt, result)
     if wants_table(request):
         return json_response(
-            to_table(
-                target.rt, result.items, list_meta, request.query_params.get("includeObject", "Metadata")
-            )
+            to_table(target.rt, result.items, list_meta, request.query_params.get("includeObject", "Metadata"))
         )
     return json_response(body)
 
@@ -357,9 +354,7 @@ async def _delete_options(request: Request, ctx: ServerContext) -> dict[str, Any
     return options
 
 
-def delete_object(
-    ctx: ServerContext, rt: ResourceType, obj: dict[str, Any], policy: str | None
-) -> dict[str, Any]:
+def delete_object(ctx: ServerContext, rt: ResourceType, obj: dict[str, Any], policy: str | None) -> dict[str, Any]:
     """Delete one object and garbage-collect its dependents (ownerReferences) per ``policy``."""
     meta = obj["metadata"]
     if policy is None:
@@ -392,10 +387,8 @@ def _delete_dependents(ctx: ServerContext, dependents: list[tuple[str, str, str]
     for key, ns, name in dependents:
         child = ctx.store.get(key, ns, name)
         if child is not None:
-            try:
+            with contextlib.suppress(errors.ApiError):  # deleted meanwhile
                 delete_object(ctx, BY_KEY[key], child, policy)
-            except errors.ApiError:
-                pass  # deleted meanwhile
 
 
 async def delete(request: Request, ctx: ServerContext, target: Target) -> Response:
@@ -454,4 +447,4 @@ async def ensure_initial_namespaces(ctx: ServerContext, names: tuple[str, ...]) 
             )
 
 
-__all__ = ["create", "delete", "delete_collection", "flag", "get", "list_", "patch", "replace"]
+__all__ = ["create", "delete", "delete_collection", "get", "list_", "patch", "replace"]

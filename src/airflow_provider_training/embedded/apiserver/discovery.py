@@ -109,9 +109,7 @@ def _gv_path(group: str, version: str) -> str:
 
 def _schema_name(rt: ResourceType) -> str:
     return (
-        ".".join([*reversed(rt.group.split(".")), rt.version, rt.kind])
-        if rt.group
-        else f"io.k8s.api.core.v1.{rt.kind}"
+        ".".join([*reversed(rt.group.split(".")), rt.version, rt.kind]) if rt.group else f"io.k8s.api.core.v1.{rt.kind}"
     )
 
 
@@ -137,9 +135,7 @@ def _operation(
     }
     if body_types:
         op["requestBody"] = {
-            "content": {
-                t: {"schema": ref if t == "application/json" else {"type": "object"}} for t in body_types
-            },
+            "content": {t: {"schema": ref if t == "application/json" else {"type": "object"}} for t in body_types},
             "required": True,
         }
     return op
@@ -161,12 +157,8 @@ def openapi_v3_document(group: str, version: str) -> dict[str, Any] | None:
         item: dict[str, Any] = {"get": _operation(rt, "get", item_params)}
         if not rt.read_only:
             patch_types = ("application/json-patch+json", "application/merge-patch+json")
-            collection["post"] = _operation(
-                rt, "post", scope + write_params, ("application/json", "application/yaml")
-            )
-            item["put"] = _operation(
-                rt, "put", item_params + write_params, ("application/json", "application/yaml")
-            )
+            collection["post"] = _operation(rt, "post", scope + write_params, ("application/json", "application/yaml"))
+            item["put"] = _operation(rt, "put", item_params + write_params, ("application/json", "application/yaml"))
             item["patch"] = _operation(rt, "patch", item_params + write_params, patch_types)
             item["delete"] = _operation(rt, "delete", item_params)
         paths[base] = collection
@@ -175,9 +167,7 @@ def openapi_v3_document(group: str, version: str) -> dict[str, Any] | None:
             schema = dict(openapi_schema(rt.training_job))
         else:
             schema = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-        schema["x-kubernetes-group-version-kind"] = [
-            {"group": rt.group, "version": rt.version, "kind": rt.kind}
-        ]
+        schema["x-kubernetes-group-version-kind"] = [{"group": rt.group, "version": rt.version, "kind": rt.kind}]
         schemas[_schema_name(rt)] = schema
     return {
         "openapi": "3.0.0",
@@ -203,7 +193,5 @@ def openapi_v3_root() -> dict[str, Any]:
         body = openapi_v3_cached(group, version)
         assert body is not None
         digest = hashlib.sha512(body).hexdigest()[:32].upper()
-        paths[_gv_path(group, version)] = {
-            "serverRelativeURL": f"/openapi/v3/{_gv_path(group, version)}?hash={digest}"
-        }
+        paths[_gv_path(group, version)] = {"serverRelativeURL": f"/openapi/v3/{_gv_path(group, version)}?hash={digest}"}
     return {"paths": paths}

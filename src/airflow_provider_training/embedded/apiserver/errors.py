@@ -56,9 +56,7 @@ def not_found(rt: ResourceType, name: str) -> ApiError:
 
 
 def namespace_not_found(namespace: str) -> ApiError:
-    return ApiError(
-        404, "NotFound", f'namespaces "{namespace}" not found', {"name": namespace, "kind": "namespaces"}
-    )
+    return ApiError(404, "NotFound", f'namespaces "{namespace}" not found', {"name": namespace, "kind": "namespaces"})
 
 
 def path_not_found() -> ApiError:
@@ -83,9 +81,7 @@ def invalid(rt: ResourceType, name: str, issues: list[tuple[str, str]]) -> ApiEr
     """``issues``: (field path, message such as "Forbidden: must be 1")."""
     causes = []
     for field, message in issues:
-        reason = next(
-            (r for prefix, r in _CAUSE_REASONS.items() if message.startswith(prefix)), "FieldValueInvalid"
-        )
+        reason = next((r for prefix, r in _CAUSE_REASONS.items() if message.startswith(prefix)), "FieldValueInvalid")
         causes.append({"reason": reason, "message": message, "field": field})
     listed = ", ".join(f"{field}: {message}" for field, message in issues)
     kind = f"{rt.kind}.{rt.group}" if rt.group else rt.kind

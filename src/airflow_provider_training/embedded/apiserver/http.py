@@ -77,9 +77,7 @@ async def read_body(request: Request, limit: int) -> Any:
             raise unsupported_media_type(media)
         return json.loads(raw)
     except (ValueError, yaml.YAMLError) as exc:
-        raise bad_request(
-            f"the body of the request was malformed {media.split('/')[-1].upper()}: {exc}"
-        ) from exc
+        raise bad_request(f"the body of the request was malformed {media.split('/')[-1].upper()}: {exc}") from exc
 
 
 def dumps(obj: Any) -> bytes:

@@ -84,9 +84,7 @@ async def logs(request: Request, ctx: ServerContext, target: Target) -> Response
     previous = flag(request.query_params.get("previous"))
     if previous:
         if len(starts) < 2:
-            raise errors.bad_request(
-                f'previous terminated container "{container}" in pod "{target.name}" not found'
-            )
+            raise errors.bad_request(f'previous terminated container "{container}" in pod "{target.name}" not found')
         restart = starts[-2]
     elif starts:
         restart = starts[-1]
@@ -141,9 +139,7 @@ async def logs(request: Request, ctx: ServerContext, target: Target) -> Response
                 split = chunk.rfind(b"\n") + 1
                 complete, pending = chunk[:split], chunk[split:]
                 if complete:
-                    yield budget(
-                        "".join(render(complete.decode("utf-8", "replace").splitlines(keepends=True)))
-                    )
+                    yield budget("".join(render(complete.decode("utf-8", "replace").splitlines(keepends=True))))
                 if done:
                     if pending:
                         yield budget("".join(render([pending.decode("utf-8", "replace")])))

@@ -42,7 +42,9 @@ class Requirement:
 
 def _split(text: str) -> list[str]:
     """Split on commas that are not inside ``( … )``."""
-    parts, depth, current = [], 0, []
+    parts: list[str] = []
+    current: list[str] = []
+    depth = 0
     for char in text:
         if char == "(":
             depth += 1

@@ -232,14 +232,18 @@ def columns_for(rt: ResourceType) -> list[Column]:
         printer = crd(rt.training_job)["spec"]["versions"][0].get("additionalPrinterColumns") or []
         for col in printer:
             path, kind = col["jsonPath"], col.get("type", "string")
-            if kind == "date":
-                columns.append(
-                    (col["name"], "date", col.get("priority", 0), lambda o, p=path: age(_first(o, p)))
-                )
-            else:
-                columns.append((col["name"], kind, col.get("priority", 0), lambda o, p=path: _first(o, p)))
+            cell = _age_at(path) if kind == "date" else _value_at(path)
+            columns.append((col["name"], kind, col.get("priority", 0), cell))
         return columns
     return _BUILTIN.get(rt.key, [NAME, AGE])
+
+
+def _age_at(path: str) -> Cell:
+    return lambda obj: age(_first(obj, path))
+
+
+def _value_at(path: str) -> Cell:
+    return lambda obj: _first(obj, path)
 
 
 def _first(obj: dict[str, Any], path: str) -> Any:

@@ -29,7 +29,7 @@ from airflow_provider_training.embedded.apiserver.selectors import (
 )
 from airflow_provider_training.embedded.store import GoneError, WatchEvent
 
-# kube-apiserver ends a watch after a random 30–60 minutes; one fixed hour is enough here.
+# kube-apiserver ends a watch after a random 30-60 minutes; one fixed hour is enough here.
 DEFAULT_TIMEOUT = 3600.0
 
 
@@ -77,9 +77,7 @@ async def watch(request: Request, ctx: ServerContext, target: Target) -> Respons
             backlog = [_line("ADDED", obj) for obj in result.items]
             last_rv = result.resource_version
             if initial_events:
-                backlog.append(
-                    _line("BOOKMARK", _bookmark(rt.kind, rt.api_version, last_rv, initial_end=True))
-                )
+                backlog.append(_line("BOOKMARK", _bookmark(rt.kind, rt.api_version, last_rv, initial_end=True)))
         else:
             last_rv = int(since)
             for event in ctx.store.events_since(last_rv, rt.key):
@@ -119,9 +117,9 @@ async def watch(request: Request, ctx: ServerContext, target: Target) -> Respons
                 if event.rv <= last_rv:
                     continue
                 last_rv = event.rv
-                line = _translate(event, matches)
-                if line is not None:
-                    yield line
+                translated = _translate(event, matches)
+                if translated is not None:
+                    yield translated
         finally:
             unsubscribe()
 

@@ -1,0 +1,147 @@
+"""get / list / create latency through the API server with 10,000 stored pods, and watch delivery.
+
+Baselines, measured in the same run: the raw SQLite operation each request ends in (primary-key
+read, label-index query, insert + commit on a WAL database), and an authenticated no-op HTTP
+request (``GET /version``) for the transport's own share.
+
+    PYTHONPATH=src python benchmarks/apiserver_latency.py
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _apiserver_common import N_OBJECTS, percentiles, row, seeded_daemon, timed
+
+from airflow_provider_training.embedded import stop
+
+REPEAT = 300
+
+
+def main() -> None:
+    plane = seeded_daemon()
+    try:
+        http = httpx.Client(
+            base_url=plane.api_url, verify=str(plane.ca), headers={"Authorization": f"Bearer {plane.token}"}, timeout=30
+        )
+        db = sqlite3.connect(Path(plane.home) / "store.db")
+        pods = "/api/v1/namespaces/default/pods"
+        selector = {"labelSelector": "training.kubeflow.org/job-name=job500"}
+
+        noop = timed(lambda: http.get("/version"), REPEAT)
+        sql_get = timed(
+            lambda: db.execute(
+                "SELECT body FROM objects WHERE resource='core/pods' AND namespace='default' AND name='job500-worker-3'"
+            ).fetchone(),
+            REPEAT,
+        )
+        api_get = timed(lambda: http.get(f"{pods}/job500-worker-3").raise_for_status(), REPEAT)
+        sql_list = timed(
+            lambda: db.execute(
+                "SELECT o.body FROM objects o JOIN labels l ON l.resource=o.resource AND l.namespace=o.namespace "
+                "AND l.name=o.name WHERE l.resource='core/pods' AND l.key='training.kubeflow.org/job-name' "
+                "AND l.value='job500'"
+            ).fetchall(),
+            REPEAT,
+        )
+        api_list = timed(lambda: http.get(pods, params=selector).raise_for_status(), REPEAT)
+        assert len(http.get(pods, params=selector).json()["items"]) == 10
+        api_list_all = timed(lambda: http.get(pods).raise_for_status(), 10)
+        sql_list_all = timed(lambda: db.execute("SELECT body FROM objects WHERE resource='core/pods'").fetchall(), 10)
+
+        baseline_db = sqlite3.connect(Path(plane.home) / "baseline.db", isolation_level=None)
+        baseline_db.execute("PRAGMA journal_mode=WAL")
+        baseline_db.execute("PRAGMA synchronous=NORMAL")
+        baseline_db.execute("CREATE TABLE t (name TEXT PRIMARY KEY, body TEXT)")
+        body = json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "v" * 200}})
+        counter = iter(range(10**9))
+
+        def sql_insert() -> None:
+            baseline_db.execute("BEGIN IMMEDIATE")
+            baseline_db.execute("INSERT INTO t VALUES (?, ?)", (f"c{next(counter)}", body))
+            baseline_db.execute("COMMIT")
+
+        sql_create = timed(sql_insert, REPEAT)
+        names = iter(range(10**9))
+        api_create = timed(
+            lambda: http.post(
+                "/api/v1/namespaces/default/configmaps",
+                json={"metadata": {"name": f"bench-{next(names)}"}, "data": {"k": "v" * 200}},
+            ).raise_for_status(),
+            REPEAT,
+        )
+
+        # watch delivery: write -> event read by a client on a separate connection
+        received: dict[str, float] = {}
+        ready = threading.Event()
+
+        def watcher() -> None:
+            with (
+                httpx.Client(
+                    base_url=plane.api_url,
+                    verify=str(plane.ca),
+                    timeout=None,
+                    headers={"Authorization": f"Bearer {plane.token}"},
+                ) as w,
+                w.stream(
+                    "GET",
+                    "/api/v1/namespaces/default/configmaps",
+                    params={
+                        "watch": "true",
+                        "resourceVersion": str(
+                            http.get("/api/v1/namespaces/default/configmaps", params={"limit": "1"}).json()["metadata"][
+                                "resourceVersion"
+                            ]
+                        ),
+                    },
+                ) as r,
+            ):
+                ready.set()
+                for line in r.iter_lines():
+                    name = json.loads(line)["object"]["metadata"]["name"]
+                    received[name] = time.perf_counter()
+                    if name == "watch-stop":
+                        return
+
+        thread = threading.Thread(target=watcher)
+        thread.start()
+        ready.wait()
+        time.sleep(0.2)
+        sent: dict[str, float] = {}
+        for i in range(REPEAT):
+            name = f"watch-{i}"
+            sent[name] = time.perf_counter()
+            http.post("/api/v1/namespaces/default/configmaps", json={"metadata": {"name": name}}).raise_for_status()
+            while name not in received:
+                time.sleep(0.0001)
+        http.post("/api/v1/namespaces/default/configmaps", json={"metadata": {"name": "watch-stop"}})
+        thread.join(10)
+        delivery = [received[n] - sent[n] for n in sent]
+
+        print(f"API server latency, {N_OBJECTS} stored pods, {REPEAT} requests each (HTTPS, keep-alive)")
+        print(row("no-op request (GET /version)", noop))
+        print(row("get pod            vs SQLite primary-key read", api_get, sql_get))
+        print(row("list, selector = 10 pods vs SQLite index query", api_list, sql_list))
+        print(row("list all 10,000 pods vs SQLite full scan", api_list_all, sql_list_all))
+        print(row("create configmap   vs SQLite insert+commit", api_create, sql_create))
+        print(row("watch: write -> event vs SQLite insert+commit", delivery, sql_create))
+        _, p99 = percentiles(delivery)
+        print(f"watch delivery goal p99 < 20 ms: {'met' if p99 < 0.020 else 'NOT met'} ({p99 * 1000:.2f} ms)")
+        print(
+            f"get/list(selector) share above the HTTP no-op: p50 get {percentiles(api_get)[0] / percentiles(noop)[0]:.2f}x, "
+            f"list {percentiles(api_list)[0] / percentiles(noop)[0]:.2f}x"
+        )
+    finally:
+        stop(plane.home)
+
+
+if __name__ == "__main__":
+    main()

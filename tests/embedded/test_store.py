@@ -1,0 +1,100 @@
+"""The store on its own: resourceVersions, finalizers, the label index, schema versions."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from airflow_provider_training.embedded import store as store_module
+from airflow_provider_training.embedded.apiserver.patch import strategic_merge_patch
+from airflow_provider_training.embedded.store import GoneError, Store, StoreVersionError
+
+
+def _cm(name: str, **labels: str) -> dict:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "ns", "labels": labels}}
+
+
+def test_one_monotonic_resource_version_across_resources(tmp_path: Path) -> None:
+    s = Store(tmp_path / "s.db")
+    a = s.create("core/configmaps", _cm("a"))
+    b = s.create("core/secrets", _cm("b"))
+    a2 = s.update("core/configmaps", {**a, "data": {"x": "1"}})
+    rvs = [int(o["metadata"]["resourceVersion"]) for o in (a, b, a2)]
+    assert rvs == sorted(rvs) and len(set(rvs)) == 3
+    s.close()
+    reopened = Store(tmp_path / "s.db")
+    assert reopened.resource_version == rvs[-1]
+    assert [e.type for e in reopened.events_since(0)] == ["ADDED", "ADDED", "MODIFIED"]
+
+
+def test_finalizers_hold_deletion_until_removed(tmp_path: Path) -> None:
+    s = Store(tmp_path / "s.db")
+    obj = _cm("held")
+    obj["metadata"]["finalizers"] = ["training.kubeflow.org/node-agent"]
+    s.create("core/pods", obj)
+    marked = s.delete("core/pods", "ns", "held")
+    assert marked["metadata"]["deletionTimestamp"] and s.get("core/pods", "ns", "held") is not None
+    marked["metadata"]["finalizers"] = []
+    s.update("core/pods", marked)
+    assert s.get("core/pods", "ns", "held") is None
+    assert [e.type for e in s.events_since(0)][-1] == "DELETED"
+
+
+def test_label_equality_narrows_through_the_index(tmp_path: Path) -> None:
+    s = Store(tmp_path / "s.db")
+    for i in range(50):
+        s.create("core/pods", _cm(f"p{i}", job="a" if i % 10 == 0 else "b"))
+    decoded: list[str] = []
+    result = s.list(
+        "core/pods",
+        "ns",
+        label_equals=[("job", "a")],
+        object_filter=lambda o: decoded.append(o["metadata"]["name"]) or True,
+    )
+    assert [o["metadata"]["name"] for o in result.items] == ["p0", "p10", "p20", "p30", "p40"]
+    assert len(decoded) == 5  # only the index's candidates were decoded
+
+
+def test_compaction_makes_old_versions_gone(tmp_path: Path) -> None:
+    s = Store(tmp_path / "s.db", event_retention=10)
+    for i in range(30):
+        s.create("core/configmaps", _cm(f"c{i}"))
+    with pytest.raises(GoneError):
+        s.events_since(1)
+    assert len(s.events_since(s.resource_version - 5)) == 5
+
+
+def test_newer_schema_refused_older_migrated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "s.db"
+    Store(path).close()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE meta SET value='7' WHERE key='schema_version'")
+    with pytest.raises(StoreVersionError, match="schema version 7"):
+        Store(path)
+
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE meta SET value='1' WHERE key='schema_version'")
+    steps: list[int] = []
+    monkeypatch.setattr(store_module, "SCHEMA_VERSION", 2)
+    monkeypatch.setitem(store_module.MIGRATIONS, 1, lambda conn: steps.append(1))
+    assert Store(path).schema_version == 2 and steps == [1]
+
+
+def test_strategic_merge_patch_merges_containers_by_name() -> None:
+    pod = {
+        "spec": {"containers": [{"name": "a", "image": "1"}, {"name": "b", "image": "1"}]},
+        "metadata": {"finalizers": ["x"]},
+    }
+    patched = strategic_merge_patch(
+        pod,
+        {
+            "spec": {
+                "containers": [{"name": "b", "image": "2"}, {"name": "a", "$patch": "delete"}],
+                "$setElementOrder/containers": [{"name": "b"}],
+            },
+            "metadata": {"finalizers": ["y"]},
+        },
+    )
+    assert patched == {"spec": {"containers": [{"name": "b", "image": "2"}]}, "metadata": {"finalizers": ["x", "y"]}}
