@@ -1,0 +1,131 @@
+"""The FastAPI application: health endpoints, bearer-token check, and one dispatcher that routes
+Kubernetes REST paths (discovery, OpenAPI, resources and their subresources) to the handlers."""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from typing import Any
+
+from fastapi import FastAPI
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+
+from airflow_provider_training.embedded.apiserver import crud, discovery, errors
+from airflow_provider_training.embedded.apiserver.context import ServerContext
+from airflow_provider_training.embedded.apiserver.http import (
+    error_response,
+    flag,
+    json_response,
+    parse_target,
+)
+from airflow_provider_training.embedded.apiserver.logs import logs
+from airflow_provider_training.embedded.apiserver.watch import watch
+from airflow_provider_training.embedded.resources import GROUP_VERSIONS
+
+log = logging.getLogger(__name__)
+METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+HEALTH = ("/healthz", "/livez", "/readyz")
+
+
+def _authorized(request: Request, token: str) -> bool:
+    header = request.headers.get("authorization", "")
+    scheme, _, presented = header.partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(presented.strip().encode(), token.encode())
+
+
+def _discovery(request: Request, path: str) -> Any:
+    parts = [p for p in path.split("/") if p]
+    if parts == ["version"]:
+        return discovery.version()
+    if parts == ["api"]:
+        return discovery.api_versions(f"{request.url.hostname}:{request.url.port}")
+    if parts == ["apis"]:
+        return discovery.api_group_list()
+    if parts == ["api", "v1"]:
+        return discovery.api_resource_list("", "v1")
+    if len(parts) == 2 and parts[0] == "apis" and parts[1] in GROUP_VERSIONS:
+        return discovery.api_group(parts[1])
+    if len(parts) == 3 and parts[0] == "apis":
+        return discovery.api_resource_list(parts[1], parts[2])
+    return None
+
+
+def _openapi(path: str) -> Response | None:
+    parts = [p for p in path.split("/") if p]
+    if parts == ["openapi", "v3"]:
+        return json_response(discovery.openapi_v3_root())
+    if parts[:2] == ["openapi", "v3"] and len(parts) in (4, 5):
+        group, version = (
+            ("", parts[3]) if parts[2] == "api" else (parts[3], parts[4] if len(parts) == 5 else "")
+        )
+        body = discovery.openapi_v3_cached(group, version)
+        if body is not None:
+            return Response(body, media_type="application/json")
+    return None
+
+
+async def _resource(request: Request, ctx: ServerContext, path: str) -> Response:
+    target = parse_target(path)
+    rt, method = target.rt, request.method
+    verb = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}[method]
+    if target.name is None:
+        if method == "GET":
+            verb = "watch" if flag(request.query_params.get("watch")) else "list"
+        elif method == "DELETE":
+            verb = "deletecollection"
+        elif method != "POST":
+            raise errors.method_not_allowed()
+    elif method == "POST" or (target.subresource and method == "DELETE"):
+        raise errors.method_not_allowed()
+    if target.subresource == "log":
+        if method != "GET":
+            raise errors.method_not_allowed()
+        return await logs(request, ctx, target)
+    if verb not in rt.verbs and not (target.subresource == "status" and verb in ("get", "update", "patch")):
+        raise errors.method_not_allowed(
+            f"{rt.qualified_name} is read-only on the embedded control plane"
+            if rt.read_only
+            else "the server does not allow this method on the requested resource"
+        )
+    handler = {
+        "watch": watch,
+        "list": crud.list_,
+        "create": crud.create,
+        "deletecollection": crud.delete_collection,
+        "get": crud.get,
+        "update": crud.replace,
+        "patch": crud.patch,
+        "delete": crud.delete,
+    }[verb]
+    return await handler(request, ctx, target)
+
+
+def create_app(ctx: ServerContext) -> FastAPI:
+    app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None, title="airflow-training control plane")
+    app.state.ctx = ctx
+
+    @app.get("/healthz")
+    @app.get("/livez")
+    @app.get("/readyz")
+    async def health() -> PlainTextResponse:
+        return PlainTextResponse("ok")
+
+    @app.api_route("/{path:path}", methods=METHODS)
+    async def dispatch(request: Request, path: str) -> Response:
+        try:
+            if not _authorized(request, ctx.token):
+                raise errors.unauthorized()
+            if request.method == "GET":
+                if (body := _discovery(request, path)) is not None:
+                    return json_response(body)
+                if path.startswith("openapi/"):
+                    return _openapi(path) or error_response(errors.path_not_found())
+            return await _resource(request, ctx, path)
+        except errors.ApiError as exc:
+            return error_response(exc)
+        except Exception as exc:  # keep serving; the client gets a Status, the log the traceback
+            log.exception("internal error serving %s %s", request.method, request.url.path)
+            return error_response(errors.ApiError(500, "InternalError", f"an error on the server: {exc}"))
+
+    return app

@@ -1,0 +1,28 @@
+"""What every request handler shares: the store, the data directory, the token and tunables."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from airflow_provider_training.embedded.paths import Home
+from airflow_provider_training.embedded.store import Store
+
+# Kubernetes' limit on a request body.
+MAX_BODY_BYTES = 3 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Settings:
+    # How often a watch that asked for bookmarks gets one (kube-apiserver: about a minute).
+    bookmark_interval: float = 60.0
+    # How often ``logs -f`` looks for new output and for the container's end.
+    log_poll_interval: float = 0.1
+    max_body_bytes: int = MAX_BODY_BYTES
+
+
+@dataclass
+class ServerContext:
+    store: Store
+    home: Home
+    token: str
+    settings: Settings = field(default_factory=Settings)

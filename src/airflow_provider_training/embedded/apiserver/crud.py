@@ -1,0 +1,457 @@
+"""create / get / list / replace / patch / delete of stored resources, with the semantics of a real
+API server: namespaces must exist, status only through the status subresource, generation bumps on
+spec changes, optimistic concurrency, dry runs, admission of training jobs, garbage collection."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import copy
+import json
+import re
+import secrets
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from airflow_provider_training.embedded import volumes
+from airflow_provider_training.embedded.apiserver import errors
+from airflow_provider_training.embedded.apiserver.admission import admit_training_job, field_validation_mode
+from airflow_provider_training.embedded.apiserver.context import ServerContext
+from airflow_provider_training.embedded.apiserver.http import (
+    Target,
+    flag,
+    json_response,
+    read_body,
+    wants_table,
+)
+from airflow_provider_training.embedded.apiserver.patch import APPLY_PATCH, PatchError, apply_patch
+from airflow_provider_training.embedded.apiserver.selectors import (
+    SelectorError,
+    equality_terms,
+    field_matcher,
+    label_matcher,
+    parse_field_selector,
+    parse_label_selector,
+)
+from airflow_provider_training.embedded.apiserver.tables import to_table
+from airflow_provider_training.embedded.resources import BY_KEY, CRDS, NAMESPACES, PODS, PVCS, ResourceType
+from airflow_provider_training.embedded.store import (
+    AlreadyExistsError,
+    ConflictError,
+    ListResult,
+    NotFoundError,
+    now_timestamp,
+)
+from airflow_provider_training.specs.crds import all_crds
+
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
+
+
+# -- helpers -----------------------------------------------------------------------------------
+def _check_type(rt: ResourceType, obj: Any) -> dict[str, Any]:
+    if not isinstance(obj, dict):
+        raise errors.bad_request(f"the body must be a JSON object describing a {rt.kind}")
+    kind, api_version = obj.setdefault("kind", rt.kind), obj.setdefault("apiVersion", rt.api_version)
+    if kind != rt.kind or api_version != rt.api_version:
+        raise errors.bad_request(
+            f"the object is a {kind} ({api_version}) but this URL serves {rt.kind} ({rt.api_version}): "
+            f"send it to the {kind}'s own URL"
+        )
+    if not isinstance(obj.setdefault("metadata", {}), dict):
+        raise errors.bad_request("metadata must be an object")
+    return obj
+
+
+def _check_name(rt: ResourceType, name: str) -> None:
+    if len(name) > 253 or not _DNS_SUBDOMAIN.match(name):
+        raise errors.invalid(
+            rt,
+            name,
+            [
+                (
+                    "metadata.name",
+                    f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist of lower case '
+                    "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character "
+                    "(e.g. 'example.com', regex used for validation is "
+                    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+                )
+            ],
+        )
+
+
+def _require_namespace(ctx: ServerContext, namespace: str) -> None:
+    if ctx.store.get(NAMESPACES.key, "", namespace) is None:
+        raise errors.namespace_not_found(namespace)
+
+
+def _get(ctx: ServerContext, target: Target) -> dict[str, Any]:
+    assert target.name is not None
+    obj = ctx.store.get(target.rt.key, target.store_namespace, target.name)
+    if obj is None:
+        raise errors.not_found(target.rt, target.name)
+    return obj
+
+
+def _single(
+    request: Request,
+    rt: ResourceType,
+    obj: dict[str, Any],
+    code: int = 200,
+    warnings: list[str] | None = None,
+) -> Response:
+    if wants_table(request):
+        table = to_table(
+            rt,
+            [obj],
+            {"resourceVersion": obj["metadata"].get("resourceVersion", "")},
+            request.query_params.get("includeObject", "Metadata"),
+        )
+        return json_response(table, code, warnings)
+    return json_response(obj, code, warnings)
+
+
+def _dry_run(request: Request) -> bool:
+    values = request.query_params.getlist("dryRun")
+    if any(v != "All" for v in values):
+        raise errors.bad_request(f'dryRun must be "All" (got {values})')
+    return bool(values)
+
+
+def _served_crds() -> list[dict[str, Any]]:
+    items = []
+    for definition in all_crds():
+        item = copy.deepcopy(definition)
+        meta = item.setdefault("metadata", {})
+        meta.setdefault("uid", f"crd-{meta['name']}")
+        meta.setdefault("creationTimestamp", "2024-01-01T00:00:00Z")
+        meta.setdefault("resourceVersion", "1")
+        meta.setdefault("generation", 1)
+        item.setdefault(
+            "status",
+            {
+                "acceptedNames": item["spec"]["names"],
+                "storedVersions": ["v1"],
+                "conditions": [{"type": "Established", "status": "True"}],
+            },
+        )
+        items.append(item)
+    return items
+
+
+def _prepare_new(ctx: ServerContext, rt: ResourceType, obj: dict[str, Any]) -> None:
+    """Server-set fields of a new object."""
+    if rt.has_status:
+        obj.pop("status", None)
+    if rt is PODS:
+        obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
+        obj.setdefault("spec", {}).setdefault("restartPolicy", "Always")
+    elif rt is NAMESPACES:
+        obj["status"] = {"phase": "Active"}
+    elif rt is PVCS:
+        volumes.bind(ctx.home, obj)
+
+
+# -- verbs -------------------------------------------------------------------------------------
+async def create(request: Request, ctx: ServerContext, target: Target) -> Response:
+    rt = target.rt
+    obj = _check_type(rt, await read_body(request, ctx.settings.max_body_bytes))
+    meta = obj["metadata"]
+    if rt.namespaced:
+        namespace = target.namespace or meta.get("namespace") or "default"
+        if meta.get("namespace") and meta["namespace"] != namespace:
+            raise errors.bad_request(
+                f"the namespace of the provided object ({meta['namespace']}) does not match the namespace "
+                f"sent on the request ({namespace})"
+            )
+        meta["namespace"] = namespace
+        _require_namespace(ctx, namespace)
+    else:
+        meta.pop("namespace", None)
+    if not meta.get("name"):
+        prefix = meta.get("generateName")
+        if not prefix:
+            raise errors.invalid(
+                rt, "", [("metadata.name", "Required value: name or generateName is required")]
+            )
+        meta["name"] = prefix + "".join(secrets.choice(_GENERATE_ALPHABET) for _ in range(5))
+    _check_name(rt, meta["name"])
+    _prepare_new(ctx, rt, obj)
+    warnings: list[str] = []
+    if rt.training_job is not None:
+        mode = field_validation_mode(request.query_params.get("fieldValidation"))
+        obj, warnings = admit_training_job(rt, obj, None, mode)
+    if _dry_run(request):
+        if ctx.store.get(rt.key, meta.get("namespace", ""), meta["name"]) is not None:
+            raise errors.already_exists(rt, meta["name"])
+        obj["metadata"].update(creationTimestamp=now_timestamp(), generation=1)
+        return _single(request, rt, obj, 201, warnings)
+    try:
+        created = ctx.store.create(rt.key, obj)
+    except AlreadyExistsError:
+        raise errors.already_exists(rt, meta["name"]) from None
+    if rt is PODS:
+        volumes.ensure_claims(ctx.store, ctx.home, created)
+    return _single(request, rt, created, 201, warnings)
+
+
+async def get(request: Request, ctx: ServerContext, target: Target) -> Response:
+    if target.rt is CRDS:
+        assert target.name is not None
+        for item in _served_crds():
+            if item["metadata"]["name"] == target.name:
+                return _single(request, target.rt, item)
+        raise errors.not_found(target.rt, target.name)
+    return _single(request, target.rt, _get(ctx, target))
+
+
+def list_objects(request: Request, ctx: ServerContext, target: Target) -> ListResult:
+    rt, query = target.rt, request.query_params
+    try:
+        labels = parse_label_selector(query.get("labelSelector"))
+        fields = parse_field_selector(query.get("fieldSelector"), rt.allows_field)
+    except SelectorError as exc:
+        raise errors.bad_request(str(exc)) from None
+    limit = query.get("limit")
+    if limit is not None and not limit.isdigit():
+        raise errors.bad_request(f"limit must be a non-negative integer (got {limit!r})")
+    after = None
+    if token := query.get("continue"):
+        try:
+            after = tuple(json.loads(base64.urlsafe_b64decode(token.encode())))
+        except (ValueError, binascii.Error, TypeError):
+            raise errors.bad_request("continue key is not valid: list again without it") from None
+    if rt is CRDS:
+        items = [
+            i
+            for i in _served_crds()
+            if label_matcher(labels)(i["metadata"].get("labels") or {}) and field_matcher(fields)(i)
+        ]
+        return ListResult(items, ctx.store.resource_version, None)
+    return ctx.store.list(
+        rt.key,
+        target.namespace,
+        label_equals=equality_terms(labels),
+        label_filter=label_matcher(labels) if labels else None,
+        object_filter=field_matcher(fields) if fields else None,
+        after=after,  # type: ignore[arg-type]
+        limit=int(limit) if limit and int(limit) > 0 else None,
+    )
+
+
+def list_body(rt: ResourceType, result: ListResult) -> tuple[dict[str, Any], dict[str, Any]]:
+    list_meta: dict[str, Any] = {"resourceVersion": str(result.resource_version)}
+    if result.next_key is not None:
+        list_meta["continue"] = base64.urlsafe_b64encode(json.dumps(list(result.next_key)).encode()).decode()
+    body = {
+        "kind": f"{rt.kind}List",
+        "apiVersion": rt.api_version,
+        "metadata": list_meta,
+        "items": result.items,
+    }
+    return body, list_meta
+
+
+async def list_(request: Request, ctx: ServerContext, target: Target) -> Response:
+    result = list_objects(request, ctx, target)
+    body, list_meta = list_body(target.rt, result)
+    if wants_table(request):
+        return json_response(
+            to_table(
+                target.rt, result.items, list_meta, request.query_params.get("includeObject", "Metadata")
+            )
+        )
+    return json_response(body)
+
+
+def _store_update(ctx: ServerContext, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return ctx.store.update(rt.key, obj)
+    except ConflictError:
+        raise errors.conflict(rt, obj["metadata"]["name"]) from None
+    except NotFoundError:
+        raise errors.not_found(rt, obj["metadata"]["name"]) from None
+
+
+def _finish_update(
+    request: Request, ctx: ServerContext, target: Target, old: dict[str, Any], new: dict[str, Any]
+) -> Response:
+    """Shared by replace and patch: status vs main resource, immutable fields, admission, store."""
+    rt = target.rt
+    meta = new.setdefault("metadata", {})
+    for key in ("name", "namespace", "uid", "creationTimestamp"):
+        if key in old["metadata"]:
+            meta[key] = old["metadata"][key]
+    new["kind"], new["apiVersion"] = rt.kind, rt.api_version
+    warnings: list[str] = []
+    if target.subresource == "status":
+        status = new.get("status")
+        new = copy.deepcopy(old)
+        new["status"] = status
+        new["metadata"]["resourceVersion"] = meta.get("resourceVersion", old["metadata"]["resourceVersion"])
+    else:
+        if rt.has_status:
+            new["status"] = old.get("status")
+            if new["status"] is None:
+                new.pop("status")
+        if rt.training_job is not None:
+            mode = field_validation_mode(request.query_params.get("fieldValidation"))
+            new, warnings = admit_training_job(rt, new, old, mode)
+    if _dry_run(request):
+        return _single(request, rt, new, 200, warnings)
+    return _single(request, rt, _store_update(ctx, rt, new), 200, warnings)
+
+
+async def replace(request: Request, ctx: ServerContext, target: Target) -> Response:
+    new = _check_type(target.rt, await read_body(request, ctx.settings.max_body_bytes))
+    if new["metadata"].get("name") not in (None, target.name):
+        raise errors.bad_request(
+            f"the name of the object ({new['metadata']['name']}) does not match the name on the URL ({target.name})"
+        )
+    return _finish_update(request, ctx, target, _get(ctx, target), new)
+
+
+async def patch(request: Request, ctx: ServerContext, target: Target) -> Response:
+    content_type = request.headers.get("content-type", "")
+    if content_type.startswith(APPLY_PATCH):
+        raise errors.unsupported_media_type(
+            f"{APPLY_PATCH} (server-side apply is not supported by the embedded control plane; "
+            "use kubectl apply without --server-side)"
+        )
+    body = await read_body(request, ctx.settings.max_body_bytes)
+    old = _get(ctx, target)
+    try:
+        new = apply_patch(content_type, copy.deepcopy(old), body)
+    except PatchError as exc:
+        raise errors.ApiError(
+            422 if "could not be applied" in str(exc) else 400,
+            "Invalid" if "could not be applied" in str(exc) else "BadRequest",
+            str(exc),
+        ) from None
+    if not isinstance(new, dict) or not isinstance(new.get("metadata", {}), dict):
+        raise errors.bad_request("the patched object is not a JSON object with metadata")
+    return _finish_update(request, ctx, target, old, new)
+
+
+async def _delete_options(request: Request, ctx: ServerContext) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    if int(request.headers.get("content-length") or 0) > 0:
+        body = await read_body(request, ctx.settings.max_body_bytes)
+        if isinstance(body, dict):
+            options = body
+    query = request.query_params
+    if "propagationPolicy" in query:
+        options["propagationPolicy"] = query["propagationPolicy"]
+    if query.getlist("dryRun"):
+        options["dryRun"] = query.getlist("dryRun")
+    policy = options.get("propagationPolicy")
+    if policy not in (None, "Orphan", "Background", "Foreground"):
+        raise errors.bad_request(
+            f'propagationPolicy must be one of "Orphan", "Background", "Foreground" (got "{policy}")'
+        )
+    if options.get("orphanDependents") is True:
+        options.setdefault("propagationPolicy", "Orphan")
+    return options
+
+
+def delete_object(
+    ctx: ServerContext, rt: ResourceType, obj: dict[str, Any], policy: str | None
+) -> dict[str, Any]:
+    """Delete one object and garbage-collect its dependents (ownerReferences) per ``policy``."""
+    meta = obj["metadata"]
+    if policy is None:
+        policy = "Orphan" if rt.key == "batch/jobs" else "Background"
+    dependents = ctx.store.dependents(meta["uid"])
+    if rt is NAMESPACES:
+        for other in BY_KEY.values():
+            if other.namespaced and other is not CRDS:
+                for item in ctx.store.list(other.key, meta["name"]).items:
+                    delete_object(ctx, other, item, "Background")
+    if policy == "Orphan":
+        for key, ns, name in dependents:
+            child = ctx.store.get(key, ns, name)
+            if child is not None:
+                refs = child["metadata"].get("ownerReferences") or []
+                child["metadata"]["ownerReferences"] = [r for r in refs if r.get("uid") != meta["uid"]]
+                ctx.store.update(key, child, check_rv=False)
+    elif policy == "Foreground":
+        _delete_dependents(ctx, dependents, policy)
+    try:
+        deleted = ctx.store.delete(rt.key, meta.get("namespace", ""), meta["name"], uid=meta["uid"])
+    except NotFoundError:
+        raise errors.not_found(rt, meta["name"]) from None
+    if policy == "Background":
+        _delete_dependents(ctx, dependents, policy)
+    return deleted
+
+
+def _delete_dependents(ctx: ServerContext, dependents: list[tuple[str, str, str]], policy: str) -> None:
+    for key, ns, name in dependents:
+        child = ctx.store.get(key, ns, name)
+        if child is not None:
+            try:
+                delete_object(ctx, BY_KEY[key], child, policy)
+            except errors.ApiError:
+                pass  # deleted meanwhile
+
+
+async def delete(request: Request, ctx: ServerContext, target: Target) -> Response:
+    rt = target.rt
+    options = await _delete_options(request, ctx)
+    obj = _get(ctx, target)
+    if rt is NAMESPACES and target.name in PROTECTED_NAMESPACES:
+        raise errors.ApiError(
+            403, "Forbidden", f'namespaces "{target.name}" is forbidden: this namespace may not be deleted'
+        )
+    preconditions = options.get("preconditions") or {}
+    if preconditions.get("uid") not in (None, obj["metadata"]["uid"]):
+        raise errors.ApiError(
+            409,
+            "Conflict",
+            f"Precondition failed: UID in precondition: {preconditions['uid']}, "
+            f"UID in object meta: {obj['metadata']['uid']}",
+        )
+    if preconditions.get("resourceVersion") not in (None, obj["metadata"]["resourceVersion"]):
+        raise errors.conflict(rt, obj["metadata"]["name"])
+    if options.get("dryRun"):
+        return _single(request, rt, obj)
+    return _single(request, rt, delete_object(ctx, rt, obj, options.get("propagationPolicy")))
+
+
+async def delete_collection(request: Request, ctx: ServerContext, target: Target) -> Response:
+    rt = target.rt
+    options = await _delete_options(request, ctx)
+    result = list_objects(request, ctx, target)
+    deleted = []
+    for obj in result.items:
+        if rt is NAMESPACES and obj["metadata"]["name"] in PROTECTED_NAMESPACES:
+            continue
+        if options.get("dryRun"):
+            deleted.append(obj)
+            continue
+        try:
+            deleted.append(delete_object(ctx, rt, obj, options.get("propagationPolicy")))
+        except errors.ApiError:
+            continue
+    body, _ = list_body(rt, ListResult(deleted, ctx.store.resource_version, None))
+    return json_response(body)
+
+
+async def ensure_initial_namespaces(ctx: ServerContext, names: tuple[str, ...]) -> None:
+    for name in names:
+        if ctx.store.get(NAMESPACES.key, "", name) is None:
+            ctx.store.create(
+                NAMESPACES.key,
+                {
+                    "apiVersion": "v1",
+                    "kind": "Namespace",
+                    "metadata": {"name": name},
+                    "status": {"phase": "Active"},
+                },
+            )
+
+
+__all__ = ["create", "delete", "delete_collection", "flag", "get", "list_", "patch", "replace"]

@@ -1,0 +1,285 @@
+"""Server-side ``meta.k8s.io/v1 Table`` answers, so ``kubectl get`` prints the columns it prints on
+a cluster: the CRDs' printer columns (STATE, AGE) and the usual columns of the core types."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import Any
+
+from airflow_provider_training.embedded.resources import ResourceType
+from airflow_provider_training.specs.crds import crd
+
+Cell = Callable[[dict[str, Any]], Any]
+Column = tuple[str, str, int, Cell]  # name, type, priority, value
+
+
+def human_duration(seconds: float) -> str:
+    """kubectl's ``duration.HumanDuration``."""
+    s = int(seconds)
+    if s < -1:
+        return "<invalid>"
+    if s < 0:
+        return "0s"
+    if s < 120:
+        return f"{s}s"
+    minutes = s // 60
+    if minutes < 10:
+        return f"{minutes}m" if s % 60 == 0 else f"{minutes}m{s % 60}s"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = minutes // 60
+    if hours < 8:
+        return f"{hours}h" if minutes % 60 == 0 else f"{hours}h{minutes % 60}m"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        return f"{hours // 24}d" if hours % 24 == 0 else f"{hours // 24}d{hours % 24}h"
+    if hours < 24 * 365 * 2:
+        return f"{hours // 24}d"
+    if hours < 24 * 365 * 8:
+        years = hours // 24 // 365
+        return f"{years}y{(hours // 24) % 365}d"
+    return f"{hours // 24 // 365}y"
+
+
+def age(timestamp: str | None) -> str:
+    if not timestamp:
+        return "<unknown>"
+    try:
+        then = datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    except ValueError:
+        return "<unknown>"
+    return human_duration((datetime.now(timezone.utc) - then).total_seconds())
+
+
+_TOKEN = re.compile(r"\.([A-Za-z0-9_\-]+)|\[(-?\d*):(-?\d*)\]|\[(-?\d+)\]|\[\*\]")
+
+
+def json_path(obj: Any, path: str) -> list[Any]:
+    """The subset of Kubernetes JSONPath that CRD printer columns use: ``.a.b``, ``[i]``, ``[a:b]``,
+    ``[*]``. (A full JSONPath library would also accept the ``{…}`` template syntax we never need.)"""
+    values = [obj]
+    for match in _TOKEN.finditer(path):
+        field, start, stop, index = match.groups()
+        nxt: list[Any] = []
+        for value in values:
+            if field is not None:
+                if isinstance(value, dict) and field in value:
+                    nxt.append(value[field])
+            elif isinstance(value, list):
+                if index is not None:
+                    i = int(index)
+                    if -len(value) <= i < len(value):
+                        nxt.append(value[i])
+                elif start is not None or stop is not None:
+                    nxt.extend(value[int(start) if start else None : int(stop) if stop else None])
+                else:
+                    nxt.extend(value)
+        values = nxt
+    return values
+
+
+def _meta(obj: dict[str, Any], key: str) -> Any:
+    return obj.get("metadata", {}).get(key)
+
+
+def _name(obj: dict[str, Any]) -> Any:
+    return _meta(obj, "name")
+
+
+def _age(obj: dict[str, Any]) -> str:
+    return age(_meta(obj, "creationTimestamp"))
+
+
+NAME: Column = ("Name", "string", 0, _name)
+AGE: Column = ("Age", "string", 0, _age)
+
+
+def _pod_status(pod: dict[str, Any]) -> str:
+    if _meta(pod, "deletionTimestamp"):
+        return "Terminating"
+    status = pod.get("status", {})
+    reason = status.get("reason") or status.get("phase") or "Pending"
+    for cs in status.get("containerStatuses") or []:
+        state = cs.get("state") or {}
+        if "waiting" in state and state["waiting"].get("reason"):
+            reason = state["waiting"]["reason"]
+        elif "terminated" in state:
+            term = state["terminated"]
+            reason = term.get("reason") or (
+                f"Signal:{term['signal']}" if term.get("signal") else f"ExitCode:{term.get('exitCode', 0)}"
+            )
+    return str(reason)
+
+
+def _pod_ready(pod: dict[str, Any]) -> str:
+    containers = pod.get("spec", {}).get("containers") or []
+    ready = sum(1 for cs in pod.get("status", {}).get("containerStatuses") or [] if cs.get("ready"))
+    return f"{ready}/{len(containers)}"
+
+
+def _pod_restarts(pod: dict[str, Any]) -> int:
+    return sum(int(cs.get("restartCount", 0)) for cs in pod.get("status", {}).get("containerStatuses") or [])
+
+
+def _ports(svc: dict[str, Any]) -> str:
+    ports = svc.get("spec", {}).get("ports") or []
+    return ",".join(f"{p.get('port')}/{p.get('protocol', 'TCP')}" for p in ports) or "<none>"
+
+
+def _job_status(job: dict[str, Any]) -> str:
+    for cond in job.get("status", {}).get("conditions") or []:
+        if cond.get("status") == "True" and cond.get("type") in ("Complete", "Failed", "Suspended"):
+            return str(cond["type"])
+    return "Running"
+
+
+_BUILTIN: dict[str, list[Column]] = {
+    "core/pods": [
+        NAME,
+        ("Ready", "string", 0, _pod_ready),
+        ("Status", "string", 0, _pod_status),
+        ("Restarts", "string", 0, _pod_restarts),
+        AGE,
+        ("IP", "string", 1, lambda p: p.get("status", {}).get("podIP") or "<none>"),
+        ("Node", "string", 1, lambda p: p.get("spec", {}).get("nodeName") or "<none>"),
+        ("Nominated Node", "string", 1, lambda p: "<none>"),
+        ("Readiness Gates", "string", 1, lambda p: "<none>"),
+    ],
+    "core/namespaces": [
+        NAME,
+        ("Status", "string", 0, lambda o: o.get("status", {}).get("phase", "Active")),
+        AGE,
+    ],
+    "core/services": [
+        NAME,
+        ("Type", "string", 0, lambda s: s.get("spec", {}).get("type", "ClusterIP")),
+        ("Cluster-IP", "string", 0, lambda s: s.get("spec", {}).get("clusterIP") or "None"),
+        ("External-IP", "string", 0, lambda s: "<none>"),
+        ("Port(s)", "string", 0, _ports),
+        AGE,
+    ],
+    "core/events": [
+        (
+            "Last Seen",
+            "string",
+            0,
+            lambda e: age(e.get("lastTimestamp") or e.get("eventTime") or _meta(e, "creationTimestamp")),
+        ),
+        ("Type", "string", 0, lambda e: e.get("type", "")),
+        ("Reason", "string", 0, lambda e: e.get("reason", "")),
+        (
+            "Object",
+            "string",
+            0,
+            lambda e: (
+                f"{e.get('involvedObject', {}).get('kind', '').lower()}/{e.get('involvedObject', {}).get('name', '')}"
+            ),
+        ),
+        ("Message", "string", 0, lambda e: e.get("message", "")),
+    ],
+    "core/configmaps": [
+        NAME,
+        ("Data", "string", 0, lambda c: len(c.get("data") or {}) + len(c.get("binaryData") or {})),
+        AGE,
+    ],
+    "core/secrets": [
+        NAME,
+        ("Type", "string", 0, lambda s: s.get("type", "Opaque")),
+        ("Data", "string", 0, lambda s: len(s.get("data") or {})),
+        AGE,
+    ],
+    "core/persistentvolumeclaims": [
+        NAME,
+        ("Status", "string", 0, lambda c: c.get("status", {}).get("phase", "Pending")),
+        ("Volume", "string", 0, lambda c: c.get("spec", {}).get("volumeName", "")),
+        ("Capacity", "string", 0, lambda c: c.get("status", {}).get("capacity", {}).get("storage", "")),
+        (
+            "Access Modes",
+            "string",
+            0,
+            lambda c: ",".join(
+                {"ReadWriteOnce": "RWO", "ReadOnlyMany": "ROX", "ReadWriteMany": "RWX"}.get(m, m)
+                for m in c.get("status", {}).get("accessModes") or []
+            ),
+        ),
+        ("StorageClass", "string", 0, lambda c: c.get("spec", {}).get("storageClassName", "")),
+        AGE,
+    ],
+    "batch/jobs": [
+        NAME,
+        ("Status", "string", 0, _job_status),
+        (
+            "Completions",
+            "string",
+            0,
+            lambda j: f"{j.get('status', {}).get('succeeded', 0)}/{j.get('spec', {}).get('completions', 1)}",
+        ),
+        AGE,
+    ],
+    "apiextensions.k8s.io/customresourcedefinitions": [
+        NAME,
+        ("Created At", "date", 0, lambda c: _meta(c, "creationTimestamp")),
+    ],
+}
+
+
+def columns_for(rt: ResourceType) -> list[Column]:
+    if rt.training_job is not None:
+        columns: list[Column] = [NAME]
+        printer = crd(rt.training_job)["spec"]["versions"][0].get("additionalPrinterColumns") or []
+        for col in printer:
+            path, kind = col["jsonPath"], col.get("type", "string")
+            if kind == "date":
+                columns.append(
+                    (col["name"], "date", col.get("priority", 0), lambda o, p=path: age(_first(o, p)))
+                )
+            else:
+                columns.append((col["name"], kind, col.get("priority", 0), lambda o, p=path: _first(o, p)))
+        return columns
+    return _BUILTIN.get(rt.key, [NAME, AGE])
+
+
+def _first(obj: dict[str, Any], path: str) -> Any:
+    values = json_path(obj, path)
+    return values[0] if values else None
+
+
+def to_table(
+    rt: ResourceType, items: list[dict[str, Any]], list_meta: dict[str, Any], include_object: str = "Metadata"
+) -> dict[str, Any]:
+    columns = columns_for(rt)
+    rows = []
+    for item in items:
+        if include_object == "Object":
+            embedded: Any = item
+        elif include_object == "None":
+            embedded = None
+        else:
+            embedded = {
+                "kind": "PartialObjectMetadata",
+                "apiVersion": "meta.k8s.io/v1",
+                "metadata": item.get("metadata", {}),
+            }
+        row: dict[str, Any] = {"cells": [fn(item) for _, _, _, fn in columns]}
+        if embedded is not None:
+            row["object"] = embedded
+        rows.append(row)
+    return {
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": list_meta,
+        "columnDefinitions": [
+            {
+                "name": name,
+                "type": "string" if kind == "date" and rt.training_job else kind,
+                "format": "name" if name == "Name" else "",
+                "description": "",
+                "priority": priority,
+            }
+            for name, kind, priority, _ in columns
+        ],
+        "rows": rows,
+    }

@@ -1,0 +1,154 @@
+"""``watch=true``: ADDED / MODIFIED / DELETED / BOOKMARK as newline-delimited JSON.
+
+The stream subscribes to the store before it reads the backlog (the event log after the client's
+resourceVersion, or the current objects as ADDED), and drops live events it already sent, so no
+write falls between the two. A resourceVersion older than the event log reaches is answered as a
+real API server does: one ERROR event carrying a 410 Expired Status, telling the client to list again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from airflow_provider_training.embedded.apiserver import errors
+from airflow_provider_training.embedded.apiserver.context import ServerContext
+from airflow_provider_training.embedded.apiserver.crud import list_objects
+from airflow_provider_training.embedded.apiserver.http import Target, dumps, flag
+from airflow_provider_training.embedded.apiserver.selectors import (
+    SelectorError,
+    field_matcher,
+    label_matcher,
+    parse_field_selector,
+    parse_label_selector,
+)
+from airflow_provider_training.embedded.store import GoneError, WatchEvent
+
+# kube-apiserver ends a watch after a random 30–60 minutes; one fixed hour is enough here.
+DEFAULT_TIMEOUT = 3600.0
+
+
+def _line(event_type: str, obj: dict[str, Any]) -> bytes:
+    return dumps({"type": event_type, "object": obj}) + b"\n"
+
+
+async def watch(request: Request, ctx: ServerContext, target: Target) -> Response:
+    rt, query = target.rt, request.query_params
+    try:
+        labels = label_matcher(parse_label_selector(query.get("labelSelector")))
+        fields = field_matcher(parse_field_selector(query.get("fieldSelector"), rt.allows_field))
+    except SelectorError as exc:
+        raise errors.bad_request(str(exc)) from None
+    namespace = target.namespace
+
+    def matches(obj: dict[str, Any] | None) -> bool:
+        if obj is None:
+            return False
+        meta = obj.get("metadata", {})
+        if namespace is not None and meta.get("namespace") != namespace:
+            return False
+        return labels(meta.get("labels") or {}) and fields(obj)
+
+    timeout = float(query.get("timeoutSeconds") or DEFAULT_TIMEOUT)
+    bookmarks = flag(query.get("allowWatchBookmarks"))
+    initial_events = flag(query.get("sendInitialEvents"))
+    since = query.get("resourceVersion") or ""
+    if since and not since.isdigit():
+        raise errors.bad_request(f'resourceVersion must be a number (got "{since}")')
+
+    queue: asyncio.Queue[WatchEvent] = asyncio.Queue()
+    loop = asyncio.get_running_loop()
+
+    def listener(event: WatchEvent) -> None:
+        if event.resource == rt.key:
+            loop.call_soon_threadsafe(queue.put_nowait, event)
+
+    unsubscribe = ctx.store.subscribe(listener)
+    backlog: list[bytes] = []
+    try:
+        last_rv = ctx.store.resource_version
+        if since in ("", "0") or initial_events:
+            result = list_objects(request, ctx, target)
+            backlog = [_line("ADDED", obj) for obj in result.items]
+            last_rv = result.resource_version
+            if initial_events:
+                backlog.append(
+                    _line("BOOKMARK", _bookmark(rt.kind, rt.api_version, last_rv, initial_end=True))
+                )
+        else:
+            last_rv = int(since)
+            for event in ctx.store.events_since(last_rv, rt.key):
+                if matches(event.object):
+                    backlog.append(_line(event.type, event.object))
+                last_rv = event.rv
+    except GoneError as exc:
+        unsubscribe()
+        status = errors.gone(
+            f"{exc}: the resourceVersion is older than the event history; list again and "
+            "watch from the list's resourceVersion"
+        ).status()
+        return StreamingResponse(_once(_line("ERROR", status)), media_type="application/json")
+    except BaseException:
+        unsubscribe()
+        raise
+
+    async def stream() -> AsyncIterator[bytes]:
+        nonlocal last_rv
+        try:
+            for line in backlog:
+                yield line
+            deadline = time.monotonic() + timeout
+            next_bookmark = time.monotonic() + ctx.settings.bookmark_interval
+            while True:
+                now = time.monotonic()
+                if now >= deadline:
+                    return
+                wait = min(deadline, next_bookmark) - now if bookmarks else deadline - now
+                try:
+                    event = await asyncio.wait_for(queue.get(), timeout=max(wait, 0.001))
+                except asyncio.TimeoutError:
+                    if bookmarks and time.monotonic() >= next_bookmark:
+                        yield _line("BOOKMARK", _bookmark(rt.kind, rt.api_version, last_rv))
+                        next_bookmark = time.monotonic() + ctx.settings.bookmark_interval
+                    continue
+                if event.rv <= last_rv:
+                    continue
+                last_rv = event.rv
+                line = _translate(event, matches)
+                if line is not None:
+                    yield line
+        finally:
+            unsubscribe()
+
+    return StreamingResponse(stream(), media_type="application/json")
+
+
+def _translate(event: WatchEvent, matches: Callable[[dict[str, Any] | None], bool]) -> bytes | None:
+    """An update that moves an object into or out of the selection is ADDED or DELETED for this watch."""
+    now_in = matches(event.object)
+    if event.type != "MODIFIED" or event.old is None:
+        return _line(event.type, event.object) if now_in else None
+    was_in = matches(event.old)
+    if now_in and was_in:
+        return _line("MODIFIED", event.object)
+    if now_in:
+        return _line("ADDED", event.object)
+    if was_in:
+        return _line("DELETED", event.object)
+    return None
+
+
+def _bookmark(kind: str, api_version: str, rv: int, initial_end: bool = False) -> dict[str, Any]:
+    meta: dict[str, Any] = {"resourceVersion": str(rv)}
+    if initial_end:
+        meta["annotations"] = {"k8s.io/initial-events-end": "true"}
+    return {"kind": kind, "apiVersion": api_version, "metadata": meta}
+
+
+async def _once(line: bytes) -> AsyncIterator[bytes]:
+    yield line

@@ -1,0 +1,15 @@
+"""Controllers that run inside the daemon (issue 4 adds the job controller and the node agent).
+
+A controller is registered by appending a factory to ``CONTROLLERS``; the daemon builds each with a
+``ControllerContext`` and runs ``run()`` as an asyncio task on the API server's event loop.
+"""
+
+from airflow_provider_training.embedded.controllers.base import (
+    CONTROLLERS,
+    Controller,
+    ControllerContext,
+    ControllerFactory,
+    run_controllers,
+)
+
+__all__ = ["CONTROLLERS", "Controller", "ControllerContext", "ControllerFactory", "run_controllers"]

@@ -1,0 +1,91 @@
+"""The controller extension point: a protocol, the context a controller gets, and an informer.
+
+Controllers read and write through the same ``Store`` as the API server (so every change they make
+is a normal, watchable write with a new resourceVersion) and learn about changes through
+``ControllerContext.informer``, which yields the current objects as ADDED and then every later
+change, the way client-go informers do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from airflow_provider_training.embedded.paths import Home
+from airflow_provider_training.embedded.store import Store, WatchEvent
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ControllerContext:
+    store: Store
+    home: Home
+    stopping: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def informer(self, resource: str) -> AsyncIterator[WatchEvent]:
+        """Current objects of ``resource`` (a store key such as ``kubeflow.org/pytorchjobs``) as ADDED,
+        then every committed change, until the daemon stops."""
+        queue: asyncio.Queue[WatchEvent] = asyncio.Queue()
+        loop = asyncio.get_running_loop()
+
+        def listener(event: WatchEvent) -> None:
+            if event.resource == resource:
+                loop.call_soon_threadsafe(queue.put_nowait, event)
+
+        unsubscribe = self.store.subscribe(listener)
+        try:
+            listed = self.store.list(resource)
+            for obj in listed.items:
+                meta = obj["metadata"]
+                yield WatchEvent(
+                    "ADDED",
+                    resource,
+                    meta.get("namespace", ""),
+                    meta["name"],
+                    int(meta["resourceVersion"]),
+                    obj,
+                )
+            last = listed.resource_version
+            while not self.stopping.is_set():
+                event = await queue.get()
+                if event.rv > last:
+                    last = event.rv
+                    yield event
+        finally:
+            unsubscribe()
+
+
+class Controller(Protocol):
+    name: str
+
+    async def run(self, ctx: ControllerContext) -> None:
+        """Reconcile until ``ctx.stopping`` is set; exceptions are logged and the controller restarted."""
+
+
+ControllerFactory = Callable[[], Controller]
+CONTROLLERS: list[ControllerFactory] = []
+
+
+async def _supervise(controller: Controller, ctx: ControllerContext, restart_delay: float) -> None:
+    while not ctx.stopping.is_set():
+        try:
+            await controller.run(ctx)
+            return
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("controller %s failed; restarting in %.1fs", controller.name, restart_delay)
+            await asyncio.sleep(restart_delay)
+
+
+def run_controllers(
+    ctx: ControllerContext, factories: list[ControllerFactory] | None = None, restart_delay: float = 1.0
+) -> list[asyncio.Task[None]]:
+    return [
+        asyncio.create_task(_supervise(factory(), ctx, restart_delay), name=f"controller:{i}")
+        for i, factory in enumerate(CONTROLLERS if factories is None else factories)
+    ]

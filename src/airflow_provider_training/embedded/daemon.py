@@ -1,0 +1,196 @@
+"""Starting, stopping and asking about the daemon of a data directory (``ensure_running``)."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import signal
+import ssl
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from airflow_provider_training.embedded import tls
+from airflow_provider_training.embedded.paths import Home
+
+
+class DaemonError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class ControlPlane:
+    """A running control plane: what a client needs to reach it (``ca`` verifies its TLS certificate)."""
+
+    home: Path
+    api_url: str
+    kubeconfig: Path
+    token: str = field(repr=False)
+    ca: Path = Path()
+    pid: int = 0
+
+
+@dataclass(frozen=True)
+class DaemonStatus:
+    running: bool
+    ready: bool
+    pid: int | None
+    api_url: str | None
+    kubeconfig: Path
+    message: str
+
+
+def _lock_held(home: Home) -> bool:
+    if not home.lock.exists():
+        return False
+    with open(home.lock, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return False
+
+
+def _read_endpoint(home: Home) -> dict[str, object] | None:
+    with contextlib.suppress(OSError, ValueError):
+        data = json.loads(home.endpoint.read_text())
+        if isinstance(data, dict):
+            return data
+    return None
+
+
+def _read_pid(home: Home) -> int | None:
+    with contextlib.suppress(OSError, ValueError):
+        return int(home.pid.read_text().strip())
+    return None
+
+
+def _ready(h: Home, url: str, timeout: float = 1.0) -> bool:
+    try:
+        context = ssl.create_default_context(cafile=str(tls.paths(h).ca))
+        with urllib.request.urlopen(f"{url}/readyz", timeout=timeout, context=context) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+def status(home: str | os.PathLike[str] | None = None) -> DaemonStatus:
+    """The truth about the daemon: the lock says whether it runs; files a crashed one left are removed."""
+    h = Home.at(home)
+    if not _lock_held(h):
+        stale = _read_pid(h)
+        if stale is not None or h.endpoint.exists():
+            h.pid.unlink(missing_ok=True)
+            h.endpoint.unlink(missing_ok=True)
+            return DaemonStatus(
+                False,
+                False,
+                None,
+                None,
+                h.kubeconfig,
+                f"not running (the daemon with pid {stale} ended without cleaning up; "
+                "its stale pid and endpoint files were removed)",
+            )
+        return DaemonStatus(False, False, None, None, h.kubeconfig, "not running")
+    endpoint = _read_endpoint(h)
+    pid = _read_pid(h)
+    if endpoint is None or endpoint.get("pid") != pid:
+        return DaemonStatus(True, False, pid, None, h.kubeconfig, "starting")
+    url = str(endpoint["url"])
+    if not _ready(h, url):
+        return DaemonStatus(
+            True, False, pid, url, h.kubeconfig, f"running (pid {pid}) but not answering on {url}"
+        )
+    return DaemonStatus(True, True, pid, url, h.kubeconfig, f"running (pid {pid}) on {url}")
+
+
+def _control_plane(h: Home, st: DaemonStatus) -> ControlPlane:
+    assert st.api_url is not None
+    return ControlPlane(
+        h.root, st.api_url, h.kubeconfig, h.token.read_text().strip(), tls.paths(h).ca, st.pid or 0
+    )
+
+
+def start(
+    home: str | os.PathLike[str] | None = None,
+    *,
+    timeout: float = 30.0,
+    port: int | None = None,
+    env: dict[str, str] | None = None,
+) -> ControlPlane:
+    """Start a detached daemon for ``home`` (or return the running one) and wait until it serves."""
+    h = Home.at(home)
+    current = status(h.root)
+    if current.ready:
+        return _control_plane(h, current)
+    h.ensure()
+    command = [sys.executable, "-m", "airflow_provider_training.embedded.server", "--home", str(h.root)]
+    if port is not None:
+        command += ["--port", str(port)]
+    process = None
+    if not current.running:
+        with open(h.daemon_log, "ab") as log:
+            # A new session and no inherited stdio: whoever ran `start` can read its output to EOF.
+            process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+                env={**os.environ, **(env or {})},
+                close_fds=True,
+            )
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        current = status(h.root)
+        if current.ready:
+            return _control_plane(h, current)
+        if process is not None and process.poll() is not None and not _lock_held(h):
+            raise DaemonError(
+                f"the control plane daemon for {h.root} exited with code {process.returncode}:\n"
+                + _log_tail(h)
+            )
+        time.sleep(0.05)
+    raise DaemonError(
+        f"the control plane daemon for {h.root} did not answer within {timeout:.0f}s:\n{_log_tail(h)}"
+    )
+
+
+def _log_tail(h: Home, lines: int = 15) -> str:
+    with contextlib.suppress(OSError):
+        return "\n".join(h.daemon_log.read_text(errors="replace").splitlines()[-lines:])
+    return f"(no log at {h.daemon_log})"
+
+
+def stop(home: str | os.PathLike[str] | None = None, *, timeout: float = 15.0) -> bool:
+    """SIGTERM the daemon and wait for it to release its lock (SIGKILL after ``timeout``).
+    Returns whether a daemon was running."""
+    h = Home.at(home)
+    if not _lock_held(h):
+        status(h.root)  # clears stale files
+        return False
+    pid = _read_pid(h)
+    if pid is None:
+        raise DaemonError(f"a daemon holds {h.lock} but wrote no pid file {h.pid}; stop it by hand")
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while _lock_held(h):
+        if time.monotonic() > deadline:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            deadline = time.monotonic() + 5
+        time.sleep(0.05)
+    return True
+
+
+def ensure_running(home: str | os.PathLike[str] | None = None) -> ControlPlane:
+    """The control plane of ``home`` (``--home`` / ``$AIRFLOW_TRAINING_HOME`` / ``~/.airflow-training``),
+    started if it is not running. The Airflow hook calls this when no cluster connection is given."""
+    return start(home)

@@ -1,0 +1,40 @@
+"""Recording core/v1 Events about objects, as controllers and the kubelet do (``kubectl describe``
+lists them through ``involvedObject.*`` field selectors)."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from airflow_provider_training.embedded.resources import EVENTS
+from airflow_provider_training.embedded.store import Store, now_timestamp
+
+
+def record_event(
+    store: Store, involved: dict[str, Any], event_type: str, reason: str, message: str, component: str
+) -> dict[str, Any]:
+    meta = involved.get("metadata", {})
+    namespace = meta.get("namespace") or "default"
+    now = now_timestamp()
+    event = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": f"{meta.get('name')}.{secrets.token_hex(8)}", "namespace": namespace},
+        "involvedObject": {
+            "apiVersion": involved.get("apiVersion"),
+            "kind": involved.get("kind"),
+            "name": meta.get("name"),
+            "namespace": meta.get("namespace", ""),
+            "uid": meta.get("uid"),
+            "resourceVersion": meta.get("resourceVersion"),
+        },
+        "reason": reason,
+        "message": message,
+        "type": event_type,
+        "source": {"component": component},
+        "reportingComponent": component,
+        "firstTimestamp": now,
+        "lastTimestamp": now,
+        "count": 1,
+    }
+    return store.create(EVENTS.key, event)

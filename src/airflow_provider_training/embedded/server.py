@@ -1,0 +1,151 @@
+"""The daemon process: ``python -m airflow_provider_training.embedded.server --home DIR``.
+
+It holds ``daemon.lock`` (flock) for its whole life, so the lock, not the pid file, says whether a
+daemon runs; binds 127.0.0.1 on the port it had last time when that is free (kubeconfigs stay valid);
+writes the kubeconfig and ``endpoint.json``; serves the API and runs the controllers on one event loop.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import socket
+import sys
+import time
+from collections.abc import AsyncIterator
+from typing import IO
+
+import uvicorn
+from fastapi import FastAPI
+
+from airflow_provider_training.embedded import kubeconfig
+from airflow_provider_training.embedded.apiserver import create_app
+from airflow_provider_training.embedded.apiserver.context import ServerContext, Settings
+from airflow_provider_training.embedded.apiserver.crud import ensure_initial_namespaces
+from airflow_provider_training.embedded.controllers import ControllerContext, run_controllers
+from airflow_provider_training.embedded.paths import Home
+from airflow_provider_training.embedded.resources import INITIAL_NAMESPACES
+from airflow_provider_training.embedded.store import Store, StoreVersionError
+from airflow_provider_training.embedded.tls import ensure_certificates
+
+log = logging.getLogger("airflow_provider_training.embedded")
+EXIT_ALREADY_RUNNING = 3
+EXIT_STORE_VERSION = 4
+
+
+def acquire_lock(home: Home) -> IO[str] | None:
+    handle = open(home.lock, "a+")  # noqa: SIM115 - held open for the daemon's life
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        return None
+    return handle
+
+
+def _previous_port(home: Home) -> int:
+    with contextlib.suppress(OSError, ValueError, KeyError):
+        return int(json.loads(home.endpoint.read_text())["port"])
+    return 0
+
+
+def bind(home: Home, port: int | None) -> socket.socket:
+    for candidate in [port] if port is not None else [_previous_port(home), 0]:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", candidate))
+        except OSError:
+            sock.close()
+            continue
+        sock.listen(512)
+        return sock
+    raise OSError(f"cannot listen on 127.0.0.1:{port}")
+
+
+def settings_from_env() -> Settings:
+    return Settings(
+        bookmark_interval=float(os.environ.get("AIRFLOW_TRAINING_BOOKMARK_INTERVAL", "60")),
+        log_poll_interval=float(os.environ.get("AIRFLOW_TRAINING_LOG_POLL_INTERVAL", "0.1")),
+    )
+
+
+def serve(home: Home, port: int | None = None) -> int:
+    home.ensure()
+    lock = acquire_lock(home)
+    if lock is None:
+        log.error("a daemon already runs for %s (%s is locked)", home.root, home.lock)
+        return EXIT_ALREADY_RUNNING
+    home.pid.write_text(f"{os.getpid()}\n")
+    try:
+        store = Store(home.store, event_retention=int(os.environ.get("AIRFLOW_TRAINING_EVENT_RETENTION", "50000")))
+    except StoreVersionError as exc:
+        log.error("%s", exc)
+        home.pid.unlink(missing_ok=True)
+        return EXIT_STORE_VERSION
+    token = kubeconfig.load_or_create_token(home)
+    sock = bind(home, port)
+    bound_port = sock.getsockname()[1]
+    url = f"https://127.0.0.1:{bound_port}"
+    certificates = ensure_certificates(home)
+    kubeconfig.write(home, url, token, certificates.ca.read_bytes())
+    ctx = ServerContext(store=store, home=home, token=token, settings=settings_from_env())
+    app = create_app(ctx)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        await ensure_initial_namespaces(ctx, INITIAL_NAMESPACES)
+        controllers = ControllerContext(store=store, home=home)
+        tasks = run_controllers(controllers)
+        endpoint = {"pid": os.getpid(), "url": url, "port": bound_port, "started": time.time(),
+                    # the default working directory for jobs from kubectl (issue 4's node agent)
+                    "workdir": os.getcwd()}
+        tmp = home.endpoint.with_suffix(".tmp")
+        tmp.write_text(json.dumps(endpoint))
+        os.replace(tmp, home.endpoint)
+        log.info("serving the Kubernetes API for %s on %s", home.root, url)
+        yield
+        controllers.stopping.set()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    app.router.lifespan_context = lifespan
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=2,
+        loop="uvloop",
+        http="httptools",
+        ssl_certfile=str(certificates.cert),
+        ssl_keyfile=str(certificates.key),
+    )
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        store.close()
+        home.endpoint.unlink(missing_ok=True)
+        home.pid.unlink(missing_ok=True)
+        lock.close()
+    log.info("stopped")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="airflow-training-embedded-daemon")
+    parser.add_argument("--home", required=True)
+    parser.add_argument("--port", type=int, default=None)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return serve(Home.at(args.home), args.port)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

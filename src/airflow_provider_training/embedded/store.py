@@ -1,0 +1,416 @@
+"""The control plane's durable object store: SQLite in WAL mode, one global resourceVersion.
+
+Every write is one transaction that stores the object, its label and owner index rows and an entry
+in the event log, and bumps the global counter, so a write the API acknowledged survives ``kill -9``
+(WAL with ``synchronous=NORMAL`` loses nothing when only the process dies; ``durable=True`` also
+survives power loss). Watches replay the event log from a resourceVersion and then follow the
+in-process listeners, which the store calls after each commit.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+# Migrations from version N to N+1, run in one transaction when an older store is opened.
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {}
+
+_SCHEMA_V1 = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS objects (
+    resource TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
+    uid TEXT NOT NULL, rv INTEGER NOT NULL, labels TEXT NOT NULL, body TEXT NOT NULL,
+    PRIMARY KEY (resource, namespace, name)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS labels (
+    resource TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
+    namespace TEXT NOT NULL, name TEXT NOT NULL,
+    PRIMARY KEY (resource, key, value, namespace, name)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS owners (
+    owner_uid TEXT NOT NULL, resource TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
+    PRIMARY KEY (owner_uid, resource, namespace, name)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS events (
+    rv INTEGER PRIMARY KEY, resource TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
+    type TEXT NOT NULL, body TEXT NOT NULL);
+"""
+
+
+class StoreError(Exception):
+    """Base of the store's errors; the API server maps each to a Kubernetes Status."""
+
+
+class NotFoundError(StoreError):
+    pass
+
+
+class AlreadyExistsError(StoreError):
+    pass
+
+
+class ConflictError(StoreError):
+    pass
+
+
+class GoneError(StoreError):
+    def __init__(self, requested: int, oldest: int) -> None:
+        super().__init__(f"too old resource version: {requested} ({oldest})")
+        self.requested = requested
+        self.oldest = oldest
+
+
+class StoreVersionError(StoreError):
+    pass
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    type: str  # ADDED | MODIFIED | DELETED
+    resource: str
+    namespace: str
+    name: str
+    rv: int
+    object: dict[str, Any]
+    # The object before the write (live events only), so a watch can tell when a selector stops matching.
+    old: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class ListResult:
+    items: list[dict[str, Any]]
+    resource_version: int
+    # (namespace, name) of the last item returned when more remain, for ``continue``.
+    next_key: tuple[str, str] | None
+
+
+Listener = Callable[[WatchEvent], None]
+
+
+def now_timestamp() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, separators=(",", ":"))
+
+
+class Store:
+    """Thread-safe; writes are serialised by a lock, reads share the same connection under it."""
+
+    def __init__(self, path: Path, *, durable: bool = False, event_retention: int = 50_000) -> None:
+        self.path = path
+        self._lock = threading.RLock()
+        self._listeners: list[Listener] = []
+        self._event_retention = event_retention
+        self._conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
+        self._conn.execute("PRAGMA busy_timeout=5000")
+        self._open_schema()
+        self._rv = int(self._meta("resource_version", "0"))
+        self._compacted = int(self._meta("compacted_rv", "0"))
+        self._writes_since_compaction = 0
+
+    # -- schema ---------------------------------------------------------------------------------
+    def _open_schema(self) -> None:
+        with self._lock:
+            tables = {
+                row[0] for row in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            }
+            if "meta" not in tables:
+                self._conn.executescript(_SCHEMA_V1)
+                self._conn.execute(
+                    "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?), ('resource_version', '0'), "
+                    "('compacted_rv', '0')",
+                    (str(SCHEMA_VERSION),),
+                )
+                return
+            version = int(self._meta("schema_version", "0"))
+            if version > SCHEMA_VERSION:
+                raise StoreVersionError(
+                    f"the store {self.path} has schema version {version}, but this airflow-provider-training "
+                    f"understands versions up to {SCHEMA_VERSION}: upgrade the provider, or use another "
+                    "--home / AIRFLOW_TRAINING_HOME"
+                )
+            if version < SCHEMA_VERSION:
+                self._migrate(version)
+
+    def _migrate(self, version: int) -> None:
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            for step in range(version, SCHEMA_VERSION):
+                if step not in MIGRATIONS:
+                    raise StoreVersionError(
+                        f"the store {self.path} has schema version {version} and no migration from version "
+                        f"{step} exists; export the objects with an older provider and start a fresh --home"
+                    )
+                MIGRATIONS[step](self._conn)
+            self._conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
+            self._conn.execute("COMMIT")
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+
+    def _meta(self, key: str, default: str) -> str:
+        row = self._conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return str(row[0]) if row else default
+
+    @property
+    def schema_version(self) -> int:
+        with self._lock:
+            return int(self._meta("schema_version", "0"))
+
+    @property
+    def resource_version(self) -> int:
+        return self._rv
+
+    @property
+    def compacted_resource_version(self) -> int:
+        return self._compacted
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    # -- listeners ------------------------------------------------------------------------------
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener`` after every committed write, in commit order, from the writer's thread."""
+        with self._lock:
+            self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if listener in self._listeners:
+                    self._listeners.remove(listener)
+
+        return unsubscribe
+
+    # -- reads ----------------------------------------------------------------------------------
+    def get(self, resource: str, namespace: str, name: str) -> dict[str, Any] | None:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT body FROM objects WHERE resource=? AND namespace=? AND name=?",
+                (resource, namespace, name),
+            ).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def list(
+        self,
+        resource: str,
+        namespace: str | None = None,
+        *,
+        label_equals: Iterable[tuple[str, str]] = (),
+        label_filter: Callable[[dict[str, str]], bool] | None = None,
+        object_filter: Callable[[dict[str, Any]], bool] | None = None,
+        after: tuple[str, str] | None = None,
+        limit: int | None = None,
+    ) -> ListResult:
+        """List in (namespace, name) order. Equality terms narrow through the label index and the
+        label filter runs on the small labels column, so bodies are decoded only for candidates."""
+        sql = ["SELECT o.namespace, o.name, o.labels, o.body FROM objects o"]
+        params: list[Any] = []
+        for i, (key, value) in enumerate(label_equals):
+            sql.append(
+                f" JOIN labels l{i} ON l{i}.resource=o.resource AND l{i}.namespace=o.namespace "
+                f"AND l{i}.name=o.name AND l{i}.key=? AND l{i}.value=?"
+            )
+            params += [key, value]
+        sql.append(" WHERE o.resource=?")
+        params.append(resource)
+        if namespace is not None:
+            sql.append(" AND o.namespace=?")
+            params.append(namespace)
+        if after is not None:
+            sql.append(" AND (o.namespace, o.name) > (?, ?)")
+            params += list(after)
+        sql.append(" ORDER BY o.namespace, o.name")
+        items: list[dict[str, Any]] = []
+        next_key: tuple[str, str] | None = None
+        with self._lock:
+            rv = self._rv
+            rows = self._conn.execute("".join(sql), params).fetchall()
+        for ns, name, labels, body in rows:
+            if label_filter is not None and not label_filter(json.loads(labels)):
+                continue
+            obj = json.loads(body)
+            if object_filter is not None and not object_filter(obj):
+                continue
+            if limit is not None and len(items) >= limit:
+                last = items[-1]["metadata"]
+                next_key = (last.get("namespace", ""), last["name"])
+                break
+            items.append(obj)
+        return ListResult(items, rv, next_key)
+
+    def dependents(self, owner_uid: str) -> list[tuple[str, str, str]]:
+        """(resource, namespace, name) of every object whose ownerReferences name ``owner_uid``."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT resource, namespace, name FROM owners WHERE owner_uid=?", (owner_uid,)
+            ).fetchall()
+        return [(r, ns, n) for r, ns, n in rows]
+
+    def events_since(self, rv: int, resource: str | None = None) -> list[WatchEvent]:
+        """Events after ``rv`` from the log; ``GoneError`` when the log no longer reaches back that far."""
+        with self._lock:
+            if rv < self._compacted:
+                raise GoneError(rv, self._compacted + 1)
+            sql = "SELECT rv, resource, namespace, name, type, body FROM events WHERE rv>?"
+            params: list[Any] = [rv]
+            if resource is not None:
+                sql += " AND resource=?"
+                params.append(resource)
+            rows = self._conn.execute(sql + " ORDER BY rv", params).fetchall()
+        return [WatchEvent(t, r, ns, n, v, json.loads(b)) for v, r, ns, n, t, b in rows]
+
+    # -- writes ---------------------------------------------------------------------------------
+    def create(self, resource: str, obj: dict[str, Any]) -> dict[str, Any]:
+        meta = obj.setdefault("metadata", {})
+        namespace, name = meta.get("namespace", ""), meta["name"]
+        with self._lock:
+            if self._exists(resource, namespace, name):
+                raise AlreadyExistsError(name)
+            rv = self._rv + 1
+            meta["uid"] = str(uuid.uuid4())
+            meta["creationTimestamp"] = now_timestamp()
+            meta["generation"] = 1
+            meta["resourceVersion"] = str(rv)
+            meta.pop("deletionTimestamp", None)
+            self._commit(rv, [("ADDED", resource, obj, None)])
+        return obj
+
+    def update(self, resource: str, obj: dict[str, Any], *, check_rv: bool = True) -> dict[str, Any]:
+        """Replace an object. A ``metadata.resourceVersion`` in ``obj`` must match the stored one
+        (``ConflictError``); an object being deleted whose last finalizer goes is removed."""
+        meta = obj["metadata"]
+        namespace, name = meta.get("namespace", ""), meta["name"]
+        with self._lock:
+            old = self.get(resource, namespace, name)
+            if old is None:
+                raise NotFoundError(name)
+            old_meta = old["metadata"]
+            if (
+                check_rv
+                and meta.get("resourceVersion")
+                and meta["resourceVersion"] != old_meta["resourceVersion"]
+            ):
+                raise ConflictError(name)
+            rv = self._rv + 1
+            for key in ("uid", "creationTimestamp", "deletionTimestamp", "generation"):
+                if key in old_meta:
+                    meta[key] = old_meta[key]
+                else:
+                    meta.pop(key, None)
+            if _spec_of(obj) != _spec_of(old):
+                meta["generation"] = int(old_meta.get("generation", 1)) + 1
+            meta["resourceVersion"] = str(rv)
+            if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+                self._commit(rv, [("DELETED", resource, obj, old)])
+            else:
+                self._commit(rv, [("MODIFIED", resource, obj, old)])
+        return obj
+
+    def delete(self, resource: str, namespace: str, name: str, *, uid: str | None = None) -> dict[str, Any]:
+        """Remove an object, or mark it (``deletionTimestamp``) while finalizers remain."""
+        with self._lock:
+            old = self.get(resource, namespace, name)
+            if old is None or (uid is not None and old["metadata"].get("uid") != uid):
+                raise NotFoundError(name)
+            obj = json.loads(_dumps(old))
+            meta = obj["metadata"]
+            rv = self._rv + 1
+            meta["resourceVersion"] = str(rv)
+            if meta.get("finalizers"):
+                if meta.get("deletionTimestamp"):
+                    return old
+                meta["deletionTimestamp"] = now_timestamp()
+                self._commit(rv, [("MODIFIED", resource, obj, old)])
+            else:
+                meta.setdefault("deletionTimestamp", now_timestamp())
+                self._commit(rv, [("DELETED", resource, obj, old)])
+        return obj
+
+    def _exists(self, resource: str, namespace: str, name: str) -> bool:
+        return (
+            self._conn.execute(
+                "SELECT 1 FROM objects WHERE resource=? AND namespace=? AND name=?",
+                (resource, namespace, name),
+            ).fetchone()
+            is not None
+        )
+
+    def _commit(self, rv: int, changes: list[tuple[str, str, dict[str, Any], dict[str, Any] | None]]) -> None:
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for event_type, resource, obj, _old in changes:
+                meta = obj["metadata"]
+                ns, name = meta.get("namespace", ""), meta["name"]
+                body = _dumps(obj)
+                key = (resource, ns, name)
+                conn.execute("DELETE FROM labels WHERE resource=? AND namespace=? AND name=?", key)
+                conn.execute("DELETE FROM owners WHERE resource=? AND namespace=? AND name=?", key)
+                if event_type == "DELETED":
+                    conn.execute("DELETE FROM objects WHERE resource=? AND namespace=? AND name=?", key)
+                else:
+                    labels = meta.get("labels") or {}
+                    conn.execute(
+                        "INSERT OR REPLACE INTO objects VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (resource, ns, name, meta["uid"], rv, _dumps(labels), body),
+                    )
+                    conn.executemany(
+                        "INSERT INTO labels VALUES (?, ?, ?, ?, ?)",
+                        [(resource, k, str(v), ns, name) for k, v in labels.items()],
+                    )
+                    conn.executemany(
+                        "INSERT OR IGNORE INTO owners VALUES (?, ?, ?, ?)",
+                        [
+                            (ref["uid"], resource, ns, name)
+                            for ref in meta.get("ownerReferences") or []
+                            if "uid" in ref
+                        ],
+                    )
+                conn.execute(
+                    "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)", (rv, resource, ns, name, event_type, body)
+                )
+            conn.execute("UPDATE meta SET value=? WHERE key='resource_version'", (str(rv),))
+            self._writes_since_compaction += 1
+            if self._writes_since_compaction >= min(1000, max(1, self._event_retention // 10)):
+                self._compact(rv)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        self._rv = rv
+        for event_type, resource, obj, old in changes:
+            meta = obj["metadata"]
+            event = WatchEvent(event_type, resource, meta.get("namespace", ""), meta["name"], rv, obj, old)
+            for listener in list(self._listeners):
+                listener(event)
+
+    def _compact(self, rv: int) -> None:
+        floor = rv - self._event_retention
+        self._writes_since_compaction = 0
+        if floor <= self._compacted:
+            return
+        self._conn.execute("DELETE FROM events WHERE rv<=?", (floor,))
+        self._conn.execute("UPDATE meta SET value=? WHERE key='compacted_rv'", (str(floor),))
+        self._compacted = floor
+
+    def iter_all(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Every stored object with its resource key (for controllers' initial sync and tooling)."""
+        with self._lock:
+            rows = self._conn.execute("SELECT resource, body FROM objects").fetchall()
+        for resource, body in rows:
+            yield resource, json.loads(body)
+
+
+def _spec_of(obj: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}

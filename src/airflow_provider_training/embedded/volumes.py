@@ -1,0 +1,70 @@
+"""PersistentVolumeClaims backed by directories of the data directory, bound at once as with a
+default StorageClass. A pod that names a claim that does not exist gets one made for it."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from airflow_provider_training.embedded.events import record_event
+from airflow_provider_training.embedded.paths import Home
+from airflow_provider_training.embedded.resources import PVCS
+from airflow_provider_training.embedded.store import AlreadyExistsError, Store
+
+STORAGE_CLASS = "local-path"
+DEFAULT_SIZE = "1Gi"
+
+
+def bind(home: Home, claim: dict[str, Any]) -> dict[str, Any]:
+    """Fill in what the provisioner would (volume, class, Bound status) and create the directory."""
+    meta = claim["metadata"]
+    spec = claim.setdefault("spec", {})
+    spec.setdefault("accessModes", ["ReadWriteOnce"])
+    spec.setdefault("resources", {"requests": {"storage": DEFAULT_SIZE}})
+    spec.setdefault("storageClassName", STORAGE_CLASS)
+    spec.setdefault("volumeMode", "Filesystem")
+    spec.setdefault("volumeName", f"pvc-{uuid.uuid4()}")
+    claim["status"] = {
+        "phase": "Bound",
+        "accessModes": spec["accessModes"],
+        "capacity": {"storage": spec.get("resources", {}).get("requests", {}).get("storage", DEFAULT_SIZE)},
+    }
+    home.claim_dir(meta["namespace"], meta["name"]).mkdir(parents=True, exist_ok=True)
+    return claim
+
+
+def claims_of(pod: dict[str, Any]) -> list[str]:
+    volumes = pod.get("spec", {}).get("volumes") or []
+    return [
+        v["persistentVolumeClaim"]["claimName"]
+        for v in volumes
+        if v.get("persistentVolumeClaim", {}).get("claimName")
+    ]
+
+
+def ensure_claims(store: Store, home: Home, pod: dict[str, Any]) -> None:
+    namespace = pod["metadata"]["namespace"]
+    for name in claims_of(pod):
+        if store.get(PVCS.key, namespace, name) is not None:
+            continue
+        claim = bind(
+            home,
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {"name": name, "namespace": namespace},
+            },
+        )
+        try:
+            created = store.create(PVCS.key, claim)
+        except AlreadyExistsError:
+            continue
+        record_event(
+            store,
+            created,
+            "Normal",
+            "ProvisioningSucceeded",
+            f"Successfully provisioned volume {claim['spec']['volumeName']} for pod "
+            f"{pod['metadata']['name']} at {home.claim_dir(namespace, name)}",
+            "local-path-provisioner",
+        )
