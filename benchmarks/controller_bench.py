@@ -13,6 +13,7 @@ Not part of the test suite. Prints ratios against baselines measured in the same
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import subprocess
 import sys
@@ -165,25 +166,34 @@ def bench_many(p: Plane, jobs: int) -> None:
 
     def sample() -> None:
         while not stop_flag.is_set():
-            running = sum(
-                1
-                for proc in psutil.process_iter(["cmdline"])
-                if proc.info["cmdline"] and "replica-sleep" in " ".join(proc.info["cmdline"])
-            )
-            supervisors = [
-                proc
-                for proc in psutil.process_iter(["cmdline"])
-                if proc.info["cmdline"] and "entry.py" in " ".join(proc.info["cmdline"])
-            ]
-            sup_rss = sum(s.memory_info().rss for s in supervisors if s.is_running())
-            samples.append((running, daemon.cpu_percent(), daemon.memory_info().rss / 2**20, sup_rss / 2**20))
+            with contextlib.suppress(psutil.Error):
+                samples.append(measure())
             time.sleep(0.5)
+
+    def measure() -> tuple[int, float, float, float]:
+        running = sum(
+            1
+            for proc in psutil.process_iter(["cmdline"])
+            if proc.info["cmdline"] and "replica-sleep" in " ".join(proc.info["cmdline"])
+        )
+        supervisors = [
+            proc
+            for proc in psutil.process_iter(["cmdline"])
+            if proc.info["cmdline"] and "entry.py" in " ".join(proc.info["cmdline"])
+        ]
+        sup_rss = 0
+        for s in supervisors:
+            try:
+                sup_rss += s.memory_info().rss
+            except psutil.Error:
+                continue
+        return (running, daemon.cpu_percent(), daemon.memory_info().rss / 2**20, sup_rss / 2**20)
 
     thread = threading.Thread(target=sample, daemon=True)
     thread.start()
     t0 = time.perf_counter()
     for i in range(jobs):
-        p.create(pytorchjob(f"j{i}", "import sys, time; time.sleep(2)  # replica-sleep", workers=0), ns)
+        p.create(pytorchjob(f"j{i}", "import sys, time; time.sleep(8)  # replica-sleep", workers=0), ns)
     submitted = time.perf_counter() - t0
     while True:
         items = p.custom.list_namespaced_custom_object("kubeflow.org", "v1", ns, "pytorchjobs")["items"]
@@ -195,7 +205,7 @@ def bench_many(p: Plane, jobs: int) -> None:
     stop_flag.set()
     thread.join()
     busy = [s for s in samples if s[0] >= 50]
-    print(f"## {jobs} jobs submitted at once (each one replica sleeping 2 s)")
+    print(f"## {jobs} jobs submitted at once (each one replica sleeping 8 s)")
     print(f"submitted in {submitted:.1f} s, {done}/{jobs} Succeeded after {total:.1f} s")
     if busy:
         print(
@@ -260,14 +270,18 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--skip-ddp", action="store_true")
+    parser.add_argument("--only", choices=["create", "latency", "many", "ddp"])
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         p = Plane(Path(tmp) / "home")
         try:
-            bench_create(p, 5 if args.quick else 15)
-            bench_exit_latency(p, 20 if args.quick else 100)
-            bench_many(p, 50 if args.quick else 200)
-            if not args.skip_ddp:
+            if args.only in (None, "create"):
+                bench_create(p, 5 if args.quick else 15)
+            if args.only in (None, "latency"):
+                bench_exit_latency(p, 20 if args.quick else 100)
+            if args.only in (None, "many"):
+                bench_many(p, 50 if args.quick else 200)
+            if args.only in (None, "ddp") and not args.skip_ddp:
                 bench_ddp(p)
         finally:
             p.close()
