@@ -343,8 +343,7 @@ class Pass:
 
     def delete_job(self) -> None:
         uid = self.obj["metadata"]["uid"]
-        # (Store.dependents is annotated with ``list`` inside a class that defines ``list()``.)
-        for resource, namespace, name in self.store.dependents(uid):  # type: ignore[attr-defined]
+        for resource, namespace, name in self.store.dependents(uid):
             try:
                 self.store.delete(resource, namespace, name)
             except NotFoundError:
