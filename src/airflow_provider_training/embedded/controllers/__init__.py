@@ -11,5 +11,9 @@ from airflow_provider_training.embedded.controllers.base import (
     ControllerFactory,
     run_controllers,
 )
+from airflow_provider_training.embedded.controllers.jobs import JobController
+from airflow_provider_training.embedded.node.agent import NodeAgent
+
+CONTROLLERS.extend([JobController, NodeAgent])
 
 __all__ = ["CONTROLLERS", "Controller", "ControllerContext", "ControllerFactory", "run_controllers"]
