@@ -109,7 +109,9 @@ def failure_of(ctx: ControllerContext, pod: dict[str, Any]) -> Failure | None:
     return None
 
 
-def condition(type_: str, ok: bool, reason: str = "", message: str = "", old: dict[str, Any] | None = None) -> dict[str, Any]:
+def condition(
+    type_: str, ok: bool, reason: str = "", message: str = "", old: dict[str, Any] | None = None
+) -> dict[str, Any]:
     value = "True" if ok else "False"
     stamp = old["lastTransitionTime"] if old and old.get("status") == value else now_timestamp()
     out: dict[str, Any] = {"type": type_, "status": value, "lastTransitionTime": stamp}
@@ -130,6 +132,7 @@ class InferenceServiceController:
         self.probes: dict[str, asyncio.Task[None]] = {}  # pod uid -> probe loop
         self.serving: dict[Key, tuple[str, str, Backend]] = {}  # isvc -> (revision, pod uid, backend)
         self.draining: set[str] = set()  # pod uids being drained before deletion
+        self.drains: set[asyncio.Task[None]] = set()
 
     async def run(self, ctx: ControllerContext) -> None:
         self.ctx = ctx
@@ -149,7 +152,7 @@ class InferenceServiceController:
                     log.exception("reconciling InferenceService %s/%s failed", *key)
                     asyncio.get_running_loop().call_later(1.0, self.enqueue, key)
         finally:
-            for task in [*tasks, *self.probes.values()]:
+            for task in [*tasks, *self.probes.values(), *self.drains]:
                 task.cancel()
             await self.ingress.close_all()
 
@@ -207,7 +210,7 @@ class InferenceServiceController:
             for pod in pods:
                 if pod["metadata"]["uid"] != serving[1] and pod["metadata"]["uid"] not in self.draining:
                     self.draining.add(pod["metadata"]["uid"])
-                    asyncio.create_task(self._drain_and_delete(pod))
+                    self.drains.add(asyncio.create_task(self._drain_and_delete(pod)))
         failure = failure_of(self.ctx, latest) if latest is not None and not latest_ready else None
         self._write_status(isvc, url, predictor, spec_error, latest, serving, failure)
 
@@ -249,16 +252,25 @@ class InferenceServiceController:
             if pod.get("status", {}).get("podIP"):
                 backend = Backend(pod["status"]["podIP"], _container_port(pod))
                 if not await self.ingress.drained(backend, self.drain_timeout):
-                    log.warning("requests to %s still in flight after %ss; deleting it", pod["metadata"]["name"], self.drain_timeout)
+                    log.warning(
+                        "requests to %s still in flight after %ss; deleting it",
+                        pod["metadata"]["name"],
+                        self.drain_timeout,
+                    )
             self._delete_pod(pod)
         finally:
             self.draining.discard(uid)
+            task = asyncio.current_task()
+            if task is not None:
+                self.drains.discard(task)
 
     # -- readiness -------------------------------------------------------------------------------
     def _ensure_probe(self, pod: dict[str, Any]) -> None:
         uid = pod["metadata"]["uid"]
         if uid not in self.probes:
-            self.probes[uid] = asyncio.create_task(self._probe_loop(pod["metadata"]["namespace"], pod["metadata"]["name"], uid))
+            self.probes[uid] = asyncio.create_task(
+                self._probe_loop(pod["metadata"]["namespace"], pod["metadata"]["name"], uid)
+            )
 
     async def _probe_loop(self, namespace: str, name: str, uid: str) -> None:
         owner = ""
@@ -388,12 +400,13 @@ class InferenceServiceController:
         current = self.store.get(ISVCS.key, isvc["metadata"]["namespace"], isvc["metadata"]["name"])
         if current is None or current["metadata"]["uid"] != isvc["metadata"]["uid"]:
             return
-        if failure is not None and (old_status.get("modelStatus") or {}).get("lastFailureInfo", {}).get("message") != message:
+        if (
+            failure is not None
+            and (old_status.get("modelStatus") or {}).get("lastFailureInfo", {}).get("message") != message
+        ):
             record_event(self.store, current, "Warning", "ModelLoadFailed", message, COMPONENT)
         if latest_ready and (old.get("LatestDeploymentReady") or {}).get("status") != "True":
-            record_event(
-                self.store, current, "Normal", "RevisionReady", f"{latest_name} serves {url}", COMPONENT
-            )
+            record_event(self.store, current, "Normal", "RevisionReady", f"{latest_name} serves {url}", COMPONENT)
         current["status"] = status
         self.store.update(ISVCS.key, current, check_rv=False)
 

@@ -18,6 +18,7 @@ import contextlib
 import logging
 import socket
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from aiohttp import ClientConnectorError, ClientSession, ClientTimeout, TCPConnector, web
@@ -129,7 +130,7 @@ class Ingress:
         if self._session is not None:
             await self._session.close()
 
-    def _handler(self, key: str):  # type: ignore[no-untyped-def]
+    def _handler(self, key: str) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
         async def handle(request: web.Request) -> web.StreamResponse:
             body = await request.read()
             headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
@@ -142,9 +143,7 @@ class Ingress:
                 backend = route.backend
                 if backend is None:
                     if loop.time() >= deadline:
-                        return web.Response(
-                            status=503, text=f"InferenceService {key} has no ready predictor\n"
-                        )
+                        return web.Response(status=503, text=f"InferenceService {key} has no ready predictor\n")
                     with contextlib.suppress(asyncio.TimeoutError):
                         await asyncio.wait_for(route.changed.wait(), deadline - loop.time())
                     continue

@@ -89,9 +89,7 @@ def desired(isvc: dict[str, Any]) -> Predictor:
     model = predictor.get("model")
     containers = predictor.get("containers") or []
     if model and containers:
-        raise PredictorSpecError(
-            "InvalidPredictorSpec", "spec.predictor: set either model or containers, not both"
-        )
+        raise PredictorSpecError("InvalidPredictorSpec", "spec.predictor: set either model or containers, not both")
     revision = revision_of(isvc)
     if model:
         fmt = str(((model.get("modelFormat") or {}).get("name")) or "").lower()
@@ -141,7 +139,7 @@ def build_pod(isvc: dict[str, Any], predictor: Predictor, port: int) -> dict[str
     meta = isvc["metadata"]
     name, namespace = meta["name"], meta["namespace"]
     python_path = {"name": "PYTHONPATH", "value": package_root()}
-    pod_env = [
+    pod_env: list[dict[str, Any]] = [
         {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
         {"name": "PORT", "value": str(port)},
     ]

@@ -5,7 +5,8 @@
 Same contract as ``ghcr.io/kitops-ml/kitops-kserve``'s ``entrypoint.sh <src-uri> <dest-path>``: strip
 ``kit://``, log in with ``KIT_USER`` / ``KIT_PASSWORD`` when set, then ``kit unpack <ref> -d <dest>
 $KIT_UNPACK_FLAGS`` and print the Kitfile. ``KIT_UNPACK_FLAGS`` understands kit's network flags
-(``--plain-http``, ``--tls-verify=false``, ``--cert <CA PEM file>``) and ``--filter``; so one Secret
+(``--plain-http``, ``--tls-verify=false``, ``--cert <CA PEM file>``) and ``--filter``, and
+``KIT_CA_CERT`` (a CA bundle as PEM text) is trusted for TLS; so one Secret
 serves both this container and a cluster's ClusterStorageContainer. The ModelKit is pulled into a
 temporary store that is removed afterwards; nothing secret is printed.
 """
@@ -64,7 +65,7 @@ def initialize(uri: str, destination: Path) -> int:
                 ref.registry,
                 plain_http=flags.plain_http,
                 tls_verify=str(flags.tls_verify).lower() not in ("false", "0", "no"),
-                ca_cert=flags.cert,
+                ca_cert=flags.cert or os.environ.get("KIT_CA_CERT") or None,
                 credential=credential,
                 home=Path(home),
             ) as client:
