@@ -343,7 +343,8 @@ class Pass:
 
     def delete_job(self) -> None:
         uid = self.obj["metadata"]["uid"]
-        for resource, namespace, name in self.store.dependents(uid):
+        # (Store.dependents is annotated with ``list`` inside a class that defines ``list()``.)
+        for resource, namespace, name in self.store.dependents(uid):  # type: ignore[attr-defined]
             try:
                 self.store.delete(resource, namespace, name)
             except NotFoundError:

@@ -31,7 +31,7 @@ from airflow_provider_training.frameworks import expand_command, mpi, pytorch, r
 NODE_NAME = "embedded"
 GPU = "nvidia.com/gpu"
 _ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
-_SUFFIXES = {
+_SUFFIXES: dict[str, int | Decimal] = {
     "Ki": 2**10,
     "Mi": 2**20,
     "Gi": 2**30,
@@ -192,9 +192,9 @@ def environment(ctx: Context, pod: dict[str, Any], container: dict[str, Any]) ->
                 if ref.get("optional"):
                     continue
                 raise PodConfigError("CreateContainerConfigError", f'{kind} "{ref.get("name")}" not found')
-            for key, value in _data(obj, kind).items():
+            for key, text in _data(obj, kind).items():
                 if _ENV_NAME.match(prefix + key):
-                    base[prefix + key] = value
+                    base[prefix + key] = text
     entries: list[tuple[str, str | None, bool]] = []
     for var in container.get("env") or []:
         source = var.get("valueFrom")

@@ -151,7 +151,7 @@ class Supervisor:
             if c.limiter is not None:
                 c.limiter.join_self()
             if mode == isolation.NAMESPACE:
-                isolation.enter(rootfs, mounts, workdir)
+                isolation.enter(str(rootfs), mounts, workdir)
 
         try:
             process = subprocess.Popen(
