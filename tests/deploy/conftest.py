@@ -4,6 +4,7 @@ plane of the session as the default cluster of the Airflow tasks."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -173,3 +174,45 @@ def failed(obj: dict[str, Any]) -> bool:
     return status.get("observedGeneration") == obj["metadata"]["generation"] and (
         (status.get("modelStatus") or {}).get("transitionStatus") in ("BlockedByFailedLoad", "InvalidSpec")
     )
+
+
+@pytest.fixture
+def embedded_default(control_plane: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Tasks without a ``kubernetes_conn_id`` reach the session's control plane."""
+    monkeypatch.setenv("AIRFLOW_TRAINING_HOME", str(control_plane.home))
+    return control_plane
+
+
+@pytest.fixture
+def registry_connection(registry: Any, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A ``modelkit_registry`` connection to the session's plain-HTTP registry."""
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_DEPLOY_REGISTRY",
+        json.dumps({"conn_type": "modelkit_registry", "host": registry.host, "extra": {"plain_http": True}}),
+    )
+    return "deploy_registry"
+
+
+def xcoms(dag_id: str, run_id: str) -> dict[tuple[str, str], Any]:
+    from airflow.models.xcom import XComModel
+    from airflow.settings import Session
+
+    with Session() as session:
+        rows = session.query(XComModel).filter(XComModel.dag_id == dag_id, XComModel.run_id == run_id).all()
+        out = {}
+        for r in rows:
+            value = r.value
+            if isinstance(value, (bytes, str)):
+                with contextlib.suppress(ValueError):
+                    value = json.loads(value)
+            out[(r.task_id, r.key)] = value
+        return out
+
+
+def task_states(run: Any) -> dict[str, str]:
+    from airflow.models.taskinstance import TaskInstance
+    from airflow.settings import Session
+
+    with Session() as session:
+        tis = session.query(TaskInstance).filter(TaskInstance.dag_id == run.dag_id, TaskInstance.run_id == run.run_id)
+        return {ti.task_id: str(ti.state) for ti in tis}
