@@ -36,6 +36,7 @@ from airflow_provider_training.client.inferenceservice import (
     RolloutState,
     manifest,
     rollout_state,
+    served_storage_uri,
     storage_uri,
 )
 from airflow_provider_training.client.sync import TrainingJobClient
@@ -59,6 +60,13 @@ def api_client(kubernetes_conn_id: str | None) -> Any:
 
     plane = embedded.ensure_running(embedded_home())
     return config.new_client_from_config(config_file=str(plane.kubeconfig))
+
+
+def deployed_storage_uri(name: str, namespace: str = "default", kubernetes_conn_id: str | None = None) -> str | None:
+    """The ``kit://`` URI InferenceService ``namespace/name`` serves now (its spec's storageUri), or
+    None when it does not exist — what a retraining DAG compares a new model against."""
+    client = TrainingJobClient(api_client(kubernetes_conn_id))
+    return served_storage_uri(client.find(KIND, name, namespace))
 
 
 class InferenceServiceOperator(BaseOperator):
@@ -201,18 +209,23 @@ class InferenceServiceOperator(BaseOperator):
         }
 
     # -- applying ----------------------------------------------------------------------------------
-    def apply(self, client: TrainingJobClient, body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
-        """Create or update; returns the stored object and the previous spec (None when created)."""
+    def apply_secret(self, client: TrainingJobClient) -> None:
+        """Write the registry connection's credentials into ``storage_secret_name`` (if a connection is set)."""
         from kubernetes.client.rest import ApiException
 
         secret = self._secret()
-        if secret is not None:
-            try:
-                client.core.create_namespaced_secret(self.namespace, secret)
-            except ApiException as exc:
-                if exc.status != 409:
-                    raise
-                client.core.replace_namespaced_secret(self.storage_secret_name, self.namespace, secret)
+        if secret is None:
+            return
+        try:
+            client.core.create_namespaced_secret(self.namespace, secret)
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+            client.core.replace_namespaced_secret(self.storage_secret_name, self.namespace, secret)
+
+    def apply(self, client: TrainingJobClient, body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """Create or update; returns the stored object and the previous spec (None when created)."""
+        self.apply_secret(client)
         current = client.find(KIND, self.name, self.namespace)
         if current is None:
             self.log.info("Creating InferenceService %s/%s serving %s", self.namespace, self.name, self.storage_uri)
