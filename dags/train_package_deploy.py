@@ -125,7 +125,9 @@ with DAG(
 
         digits = load_digits()
         rows, labels = digits.data[-100:], digits.target[-100:]
-        body = {"inputs": [{"name": "input-0", "shape": [100, 64], "datatype": "FP32", "data": rows.flatten().tolist()}]}
+        body = {
+            "inputs": [{"name": "input-0", "shape": [100, 64], "datatype": "FP32", "data": rows.flatten().tolist()}]
+        }
         request = urllib.request.Request(
             f"{url}/v2/models/digits/infer",
             data=json.dumps(body).encode(),
