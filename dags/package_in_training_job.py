@@ -69,8 +69,8 @@ with DAG(
     @task
     def registry_secret() -> str:
         """Write the registry connection's credentials into the Secret the job's pods read."""
-        from airflow_provider_training.operators.deploy import InferenceServiceOperator, api_client
         from airflow_provider_training.client.sync import TrainingJobClient
+        from airflow_provider_training.operators.deploy import InferenceServiceOperator, api_client
 
         writer = InferenceServiceOperator(task_id="_secret", name="unused", registry_conn_id=REGISTRY_CONN)
         writer.apply_secret(TrainingJobClient(api_client(writer.kubernetes_conn_id)))

@@ -137,7 +137,7 @@ with DAG(
             output = json.load(response)["outputs"][0]
         logits = [output["data"][i * 10 : (i + 1) * 10] for i in range(100)]
         predicted = [max(range(10), key=row.__getitem__) for row in logits]
-        accuracy = sum(int(p == t) for p, t in zip(predicted, labels)) / 100
+        accuracy = sum(int(p == t) for p, t in zip(predicted, labels, strict=True)) / 100
         print(f"prediction for the first digit (a {labels[0]}): {predicted[0]}; accuracy on 100 digits: {accuracy:.2f}")
         if accuracy < 0.8:
             raise ValueError(f"the served model classified only {accuracy:.0%} of 100 digits right (expected >= 80%)")

@@ -6,7 +6,7 @@ values are out of range *before* anything starts (the form shows the error; ``ai
 
 - ``kind`` — ``PyTorchJob`` (DDP through MASTER_ADDR/RANK) or ``TFJob`` (the same training driven
   by ``TF_CONFIG``, as a TensorFlow job would be);
-- ``workers`` (0–4, besides the Master / chief), ``epochs``, ``learning_rate``, ``batch_size``;
+- ``workers`` (0-4, besides the Master / chief), ``epochs``, ``learning_rate``, ``batch_size``;
 - ``repository`` and ``tag`` of the ModelKit (tag empty = the run's timestamp);
 - ``deploy`` — also roll the model out to the ``digits`` InferenceService.
 
