@@ -56,6 +56,7 @@ def main() -> None:
     os.environ["KITOPS_HOME"] = str(tmp / "kitops")
     sys.path.insert(0, str(ROOT))
     from kubernetes import client, config
+    from tests.fixtures.registry import RunningRegistry
 
     from airflow_provider_training import embedded
     from airflow_provider_training.kitops import pack as packmod
@@ -63,7 +64,6 @@ def main() -> None:
     from airflow_provider_training.kitops.api import make_client
     from airflow_provider_training.kitops.reference import parse
     from airflow_provider_training.kitops.store import LocalStore
-    from tests.fixtures.registry import RunningRegistry
 
     registry = RunningRegistry(tmp / "registry")
     registry.start()
@@ -129,7 +129,10 @@ def main() -> None:
             obj = custom.get_namespaced_custom_object(
                 "serving.kserve.io", "v1beta1", "default", "inferenceservices", "digits"
             )
-            if any(c["type"] == "Ready" and c["status"] == "True" for c in (obj.get("status") or {}).get("conditions") or []):
+            if any(
+                c["type"] == "Ready" and c["status"] == "True"
+                for c in (obj.get("status") or {}).get("conditions") or []
+            ):
                 break
             time.sleep(0.02)
         phases["deploy-ready"] = time.perf_counter() - t
@@ -148,7 +151,9 @@ def main() -> None:
     print(json.dumps({k: round(v, 3) for k, v in phases.items()}))
     print(f"baseline: the same DDP training as 2 plain processes: {base:.2f}s")
     print(f"train phase / baseline: {phases['train'] / base:.2f}x (overhead {phases['train'] - base:+.2f}s)")
-    print(f"whole pipeline: {total:.2f}s = {total / base:.2f}x the training itself; project overhead {total - base:.2f}s")
+    print(
+        f"whole pipeline: {total:.2f}s = {total / base:.2f}x the training itself; project overhead {total - base:.2f}s"
+    )
 
 
 if __name__ == "__main__":
