@@ -11,9 +11,10 @@ from airflow_provider_training.embedded.controllers.base import (
     ControllerFactory,
     run_controllers,
 )
+from airflow_provider_training.embedded.controllers.inferenceservice import InferenceServiceController
 from airflow_provider_training.embedded.controllers.jobs import JobController
 from airflow_provider_training.embedded.node.agent import NodeAgent
 
-CONTROLLERS.extend([JobController, NodeAgent])
+CONTROLLERS.extend([JobController, NodeAgent, InferenceServiceController])
 
 __all__ = ["CONTROLLERS", "Controller", "ControllerContext", "ControllerFactory", "run_controllers"]

@@ -1,0 +1,139 @@
+"""Following replica logs while a job runs, each line prefixed with its replica (pod) name.
+
+A pod watch (one long request, not a poll) notices replicas as they start and restart; each started
+container gets a thread that follows its log. The waiter polls the job's status on its own, so a
+stalled log stream never delays the end of the wait: ``stop()`` gives streams a moment to drain and
+then closes them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from kubernetes.client.rest import ApiException
+from kubernetes.watch.watch import iter_resp_lines
+
+from airflow_provider_training.client.resources import resource_for
+from airflow_provider_training.client.selection import pod_selector
+from airflow_provider_training.client.state import container_started, main_container
+from airflow_provider_training.client.sync import TRANSIENT, TrainingJobClient, owned_by
+from airflow_provider_training.client.watching import Cursor, Gone, WatchError, parse_event
+
+Sink = Callable[[str], None]
+PodFilter = Callable[[dict[str, Any]], bool]
+
+
+class LogFollower:
+    """Follow the logs of the job's pods that ``select`` accepts, writing ``[pod] line`` to ``sink``."""
+
+    def __init__(
+        self,
+        client: TrainingJobClient,
+        kind: str,
+        name: str,
+        namespace: str,
+        *,
+        sink: Sink,
+        select: PodFilter = lambda pod: True,
+        uid: str | None = None,
+        container: str | None = None,
+    ) -> None:
+        self.client, self.kind, self.name, self.namespace = client, kind, name, namespace
+        self.sink, self.select, self.uid, self.container = sink, select, uid, container
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._followed: dict[str, int] = {}  # pod -> restart count being / already followed
+        self._streams: dict[str, Any] = {}
+        self._threads: list[threading.Thread] = []
+        self._watcher = threading.Thread(target=self._watch_pods, name=f"pods-{name}", daemon=True)
+        resource_for(kind)  # fail early on an unknown kind
+
+    def start(self) -> LogFollower:
+        self._watcher.start()
+        return self
+
+    def stop(self, drain: float = 5.0) -> None:
+        """Stop watching; let running streams finish for up to ``drain`` seconds, then close them."""
+        self._stop.set()
+        deadline = time.monotonic() + drain
+        for thread in list(self._threads):
+            thread.join(max(0.0, deadline - time.monotonic()))
+        with self._lock:
+            streams = list(self._streams.values())
+        for response in streams:
+            with contextlib.suppress(Exception):
+                response.close()
+
+    def _watch_pods(self) -> None:
+        selector = pod_selector(self.kind, self.name)
+        cursor = Cursor("")
+        while not self._stop.is_set():
+            try:
+                response = self.client.core.list_namespaced_pod(
+                    self.namespace,
+                    label_selector=selector,
+                    watch=True,
+                    allow_watch_bookmarks=True,
+                    resource_version=cursor.resource_version,
+                    timeout_seconds=int(self.client.watch_timeout),
+                    _preload_content=False,
+                    _request_timeout=(10.0, self.client.watch_timeout + 30.0),
+                )
+                with self._lock:
+                    self._streams["<pods>"] = response
+                try:
+                    for line in iter_resp_lines(response):
+                        if self._stop.is_set():
+                            return
+                        event = parse_event(line, cursor)
+                        if event is not None and event[0] != "DELETED":
+                            self._consider(event[1])
+                finally:
+                    with self._lock:
+                        self._streams.pop("<pods>", None)
+                    response.release_conn()
+            except Gone:
+                cursor.resource_version = ""
+            except (ApiException, WatchError, *TRANSIENT):
+                if self._stop.wait(min(2.0, self.client.poll_interval)):
+                    return
+                cursor.resource_version = ""
+
+    def _consider(self, pod: dict[str, Any]) -> None:
+        if not owned_by(pod, self.uid) or not self.select(pod):
+            return
+        container = main_container(pod, self.container)
+        started, restarts = container_started(pod, container)
+        name = pod["metadata"]["name"]
+        with self._lock:
+            if not started or self._followed.get(name, -1) >= restarts or name in self._streams:
+                return
+            self._followed[name] = restarts
+        thread = threading.Thread(target=self._follow, args=(name, container), name=f"log-{name}", daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    def _follow(self, pod: str, container: str | None) -> None:
+        try:
+            response = self.client.stream_log(pod, self.namespace, container=container)
+        except (ApiException, *TRANSIENT) as exc:
+            self.sink(f"[{pod}] (log not available: {getattr(exc, 'reason', exc)})")
+            with self._lock:
+                self._followed.pop(pod, None)  # let the next pod event try again
+            return
+        with self._lock:
+            self._streams[pod] = response
+        try:
+            for line in iter_resp_lines(response):
+                self.sink(f"[{pod}] {line}")
+        except Exception:  # closed by stop(), or the connection dropped: the wait goes on regardless
+            pass
+        finally:
+            with self._lock:
+                self._streams.pop(pod, None)
+            with contextlib.suppress(Exception):
+                response.release_conn()

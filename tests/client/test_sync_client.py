@@ -1,0 +1,254 @@
+"""TrainingJobClient against the embedded API server over real HTTPS; job status driven as the
+Training Operator would write it (``job_driver``)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from airflow_provider_training.client import (
+    JobDeleted,
+    LogFollower,
+    TrainingJobClient,
+    WaitTimeout,
+    job_state,
+    summary,
+)
+from tests.client.jobs import job
+from tests.fixtures.job_driver import JobDriver
+
+
+def test_create_get_list_and_delete_with_propagation(
+    job_client: TrainingJobClient, job_driver: JobDriver, test_namespace: str
+) -> None:
+    created = job_client.create(job(name="a", labels={"team": "x"}), namespace=test_namespace)
+    job_client.create(job(name="b"), namespace=test_namespace)
+    assert created["metadata"]["uid"]
+    assert job_client.get("PyTorchJob", "a", test_namespace)["metadata"]["uid"] == created["metadata"]["uid"]
+    assert [j["metadata"]["name"] for j in job_client.list("PyTorchJob", test_namespace, "team=x")] == ["a"]
+    job_driver.start("PyTorchJob", "a", test_namespace, {"Master": 1, "Worker": 1})
+    job_driver.start("PyTorchJob", "b", test_namespace)
+
+    assert job_client.delete("PyTorchJob", "a", test_namespace, propagation="Foreground")
+    assert job_client.find("PyTorchJob", "a", test_namespace) is None
+    assert job_client.pods("PyTorchJob", "a", test_namespace) == []  # pods went with the job
+    assert not job_client.delete("PyTorchJob", "a", test_namespace)  # nothing left: no error
+
+    assert job_client.delete("PyTorchJob", "b", test_namespace, propagation="Orphan")
+    assert [p["metadata"]["name"] for p in job_client.pods("PyTorchJob", "b", test_namespace)] == ["b-master-0"]
+
+
+def test_delete_with_a_stale_uid_leaves_the_new_job_alone(job_client: TrainingJobClient, test_namespace: str) -> None:
+    old = job_client.create(job(name="same"), namespace=test_namespace)
+    job_client.delete("PyTorchJob", "same", test_namespace)
+    new = job_client.create(job(name="same"), namespace=test_namespace)
+    assert not job_client.delete("PyTorchJob", "same", test_namespace, uid=old["metadata"]["uid"])
+    assert job_client.get("PyTorchJob", "same", test_namespace)["metadata"]["uid"] == new["metadata"]["uid"]
+
+
+def test_wait_returns_when_the_job_succeeds_and_costs_two_requests(
+    job_client: TrainingJobClient, job_driver: JobDriver, test_namespace: str, counter: Any
+) -> None:
+    job_client.create(job(name="ok"), namespace=test_namespace)
+    job_driver.start("PyTorchJob", "ok", test_namespace)
+    job_driver.later(0.5, lambda: job_driver.touch("PyTorchJob", "ok", test_namespace))
+    job_driver.later(1.5, lambda: job_driver.succeed("PyTorchJob", "ok", test_namespace))
+    counter.calls.clear()
+    started = time.monotonic()
+    done = job_client.wait("PyTorchJob", "ok", test_namespace, timeout=20)
+    took = time.monotonic() - started
+    assert job_state(done).succeeded and job_state(done).reason == "PyTorchJobSucceeded"
+    assert 1.4 < took < 3
+    # one GET, one watch that saw the resync and then the Succeeded condition: no polling
+    assert len(counter.calls) == 2 and counter.calls[1].endswith("watch")
+    brief = summary(done)
+    assert brief["state"] == "Succeeded" and brief["replica_statuses"] == {"Master": {"succeeded": 1}}
+    assert brief["completed"] and brief["started"]
+
+
+def test_wait_continues_after_the_server_ends_the_watch(
+    kube_api: Any, job_driver: JobDriver, test_namespace: str, counter: Any
+) -> None:
+    client = TrainingJobClient(kube_api, watch_timeout=1, poll_interval=0.5)
+    client.create(job(name="long"), namespace=test_namespace)
+    job_driver.start("PyTorchJob", "long", test_namespace)
+    job_driver.later(2.5, lambda: job_driver.fail("PyTorchJob", "long", test_namespace))
+    counter.calls.clear()
+    done = client.wait("PyTorchJob", "long", test_namespace, timeout=20)
+    state = job_state(done)
+    assert state.failed and state.reason == "PyTorchJobFailed" and "1 Master replica(s) failed" in state.message
+    # watches resumed from the last resourceVersion, no GET between them
+    assert [c.endswith("watch") for c in counter.calls].count(False) == 1
+    assert 3 <= len(counter.calls) <= 5
+
+
+def test_wait_times_out_and_reports_the_last_state(
+    job_client: TrainingJobClient, job_driver: JobDriver, test_namespace: str
+) -> None:
+    job_client.create(job(name="slow"), namespace=test_namespace)
+    job_driver.start("PyTorchJob", "slow", test_namespace)
+    started = time.monotonic()
+    with pytest.raises(WaitTimeout) as timeout:
+        job_client.wait("PyTorchJob", "slow", test_namespace, timeout=1.2)
+    assert 1.1 < time.monotonic() - started < 3
+    assert job_state(timeout.value.last or {}).phase == "Running"
+    assert "did not finish within 1.2s" in str(timeout.value)
+
+
+def test_wait_notices_deletion_and_replacement(
+    job_client: TrainingJobClient, job_driver: JobDriver, test_namespace: str
+) -> None:
+    first = job_client.create(job(name="gone"), namespace=test_namespace)
+    job_driver.later(0.5, lambda: job_client.delete("PyTorchJob", "gone", test_namespace))
+    with pytest.raises(JobDeleted, match="was deleted while waiting"):
+        job_client.wait("PyTorchJob", "gone", test_namespace, timeout=10)
+
+    job_client.create(job(name="gone"), namespace=test_namespace)
+    with pytest.raises(JobDeleted, match="replaced by another object"):
+        job_client.wait("PyTorchJob", "gone", test_namespace, uid=first["metadata"]["uid"], timeout=10)
+
+
+def test_pods_by_replica_type_and_index_logs_and_events(
+    job_client: TrainingJobClient, job_driver: JobDriver, test_namespace: str
+) -> None:
+    created = job_client.create(job(name="p", replicas={"Master": 1, "Worker": 2}), namespace=test_namespace)
+    job_driver.start(
+        "PyTorchJob",
+        "p",
+        test_namespace,
+        {"Master": 1, "Worker": 2},
+        log={"p-worker-1": [f"step {i}" for i in range(5)]},
+    )
+    uid = created["metadata"]["uid"]
+    names = lambda pods: [p["metadata"]["name"] for p in pods]  # noqa: E731
+    assert names(job_client.pods("PyTorchJob", "p", test_namespace, uid=uid)) == [
+        "p-master-0",
+        "p-worker-0",
+        "p-worker-1",
+    ]
+    assert names(job_client.pods("PyTorchJob", "p", test_namespace, replica_type="Worker")) == [
+        "p-worker-0",
+        "p-worker-1",
+    ]
+    assert names(job_client.pods("PyTorchJob", "p", test_namespace, replica_type="worker", index=1)) == ["p-worker-1"]
+    assert job_client.pods("PyTorchJob", "p", test_namespace, uid="another-job") == []
+    assert job_client.read_log("p-worker-1", test_namespace, tail_lines=2) == "step 3\nstep 4\n"
+
+    from kubernetes import client
+
+    core = client.CoreV1Api(job_client.api_client)
+    for involved, reason in (
+        (created, "SuccessfulCreatePod"),
+        (
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p-worker-1", "namespace": test_namespace}},
+            "Started",
+        ),
+        ({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "unrelated", "namespace": test_namespace}}, "Pulled"),
+    ):
+        meta = involved["metadata"]
+        core.create_namespaced_event(
+            test_namespace,
+            {
+                "metadata": {"generateName": "ev-"},
+                "reason": reason,
+                "message": reason,
+                "type": "Normal",
+                "involvedObject": {
+                    "apiVersion": involved["apiVersion"],
+                    "kind": involved["kind"],
+                    "name": meta["name"],
+                    "namespace": test_namespace,
+                },
+            },
+        )
+    events = job_client.events("PyTorchJob", "p", test_namespace, uid=uid)
+    assert sorted(e["reason"] for e in events) == ["Started", "SuccessfulCreatePod"]
+
+
+def test_log_follower_prefixes_lines_and_follows_only_selected_replicas(
+    job_client: TrainingJobClient, job_driver: JobDriver, test_namespace: str
+) -> None:
+    created = job_client.create(job(name="f", replicas={"Master": 1, "Worker": 1}), namespace=test_namespace)
+    lines: list[str] = []
+    follower = LogFollower(
+        job_client,
+        "PyTorchJob",
+        "f",
+        test_namespace,
+        sink=lines.append,
+        select=lambda pod: pod["metadata"]["labels"].get("training.kubeflow.org/job-role") == "master",
+        uid=created["metadata"]["uid"],
+    ).start()
+    # the pods appear only after the follower started: it must notice them through its pod watch
+    time.sleep(0.3)
+    job_driver.start(
+        "PyTorchJob",
+        "f",
+        test_namespace,
+        {"Master": 1, "Worker": 1},
+        log={"f-master-0": ["epoch 1"], "f-worker-0": ["worker says hi"]},
+    )
+    job_driver.later(0.5, lambda: job_driver.log(test_namespace, "f-master-0", ["epoch 2"]))
+    job_driver.later(1.0, lambda: job_driver.succeed("PyTorchJob", "f", test_namespace))
+    job_client.wait("PyTorchJob", "f", test_namespace, timeout=10)
+    follower.stop(drain=3)
+    assert lines == ["[f-master-0] epoch 1", "[f-master-0] epoch 2"]
+
+
+def test_a_stalled_log_stream_does_not_hold_up_stop(
+    job_client: TrainingJobClient, job_driver: JobDriver, test_namespace: str
+) -> None:
+    job_client.create(job(name="stall"), namespace=test_namespace)
+    job_driver.start("PyTorchJob", "stall", test_namespace, log={"stall-master-0": ["only line"]})
+    lines: list[str] = []
+    follower = LogFollower(job_client, "PyTorchJob", "stall", test_namespace, sink=lines.append).start()
+    deadline = time.monotonic() + 5
+    while not lines and time.monotonic() < deadline:
+        time.sleep(0.05)
+    started = time.monotonic()
+    follower.stop(drain=0.5)  # the container still runs and writes nothing: its stream never ends
+    assert time.monotonic() - started < 2
+    assert lines == ["[stall-master-0] only line"]
+
+
+def test_batch_jobs_and_inference_services_use_the_same_client(
+    job_client: TrainingJobClient, kube_api: Any, test_namespace: str
+) -> None:
+    batch = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "export"},
+        "spec": {
+            "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "python:3.11"}]}}
+        },
+    }
+    job_client.create(batch, namespace=test_namespace)
+    from kubernetes import client
+
+    def complete() -> None:
+        time.sleep(0.5)
+        client.CustomObjectsApi(kube_api).patch_namespaced_custom_object_status(
+            "batch",
+            "v1",
+            test_namespace,
+            "jobs",
+            "export",
+            {"status": {"conditions": [{"type": "Complete", "status": "True", "reason": "Completed"}]}},
+        )
+
+    import threading
+
+    threading.Thread(target=complete, daemon=True).start()
+    assert job_state(job_client.wait("Job", "export", test_namespace, timeout=10)).succeeded
+
+    isvc = {
+        "apiVersion": "serving.kserve.io/v1beta1",
+        "kind": "InferenceService",
+        "metadata": {"name": "digits"},
+        "spec": {"predictor": {"model": {"modelFormat": {"name": "pytorch"}, "storageUri": "kit://r/m:v1"}}},
+    }
+    job_client.create(isvc, namespace=test_namespace)
+    assert job_state(job_client.get("InferenceService", "digits", test_namespace)).phase == "Pending"
+    assert job_client.delete("InferenceService", "digits", test_namespace)
