@@ -147,7 +147,12 @@ def test_active_deadline_stops_the_pod_on_time(kubectl: Kubectl) -> None:
     waited = kubectl("wait", "--for=condition=failed", "job/slow", "--timeout=10s", timeout=20)
     assert waited.returncode == 0, waited.stderr
     job = kubectl.json("job", "slow")
-    assert conditions(job)[-1] == ("Failed", "True", "DeadlineExceeded", "Job was active longer than specified deadline")
+    assert conditions(job)[-1] == (
+        "Failed",
+        "True",
+        "DeadlineExceeded",
+        "Job was active longer than specified deadline",
+    )
     wait_for(lambda: not _alive(pid), 10, "the process to be stopped")
     assert kubectl.pods("slow") == []
 
