@@ -22,6 +22,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,9 @@ ENTRY = Path(__file__).with_name("entry.py")
 COMPONENT = "kubelet"
 TERMINAL = ("Succeeded", "Failed")
 RESYNC_INTERVAL = 1.0
+# A supervisor forked by the zygote takes its lock within milliseconds; one that has neither written
+# its state nor taken its lock after this long died before it could.
+SUPERVISOR_START_GRACE = 5.0
 
 
 def backoff_settings() -> dict[str, float]:
@@ -71,7 +75,8 @@ class Tracked:
     namespace: str
     name: str
     directory: Path
-    process: subprocess.Popen[bytes] | None = None
+    process: subprocess.Popen[bytes] | None = None  # when started directly, not by the zygote
+    started: float = field(default_factory=time.monotonic)
     state_mtime: int = 0
     done: bool = False
     deleting: bool = False
@@ -100,6 +105,8 @@ class NodeAgent:
         self.backoff = backoff_settings()
         self.queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         self.socket_path = self.node_dir / "agent.sock"
+        self.zygote: subprocess.Popen[bytes] | None = None
+        self.use_zygote = os.environ.get("AIRFLOW_TRAINING_ZYGOTE", "1") != "0"
         transport = await self._listen()
         log.info(
             "node agent: mounts by %s, %d GPU(s), pod addresses %s",
@@ -118,6 +125,7 @@ class NodeAgent:
         finally:
             for task in tasks:
                 task.cancel()
+            self._stop_zygote()
             if transport is not None:
                 asyncio.get_running_loop().remove_reader(transport.fileno())
                 transport.close()
@@ -297,15 +305,7 @@ class NodeAgent:
                     self._event(pod, "Warning", "FailedMount", problem)
         shutil.rmtree(podlogs.container_log_dir(self.ctx.home, namespace, name, "x").parent, ignore_errors=True)
         (directory / "spec.json").write_text(json.dumps(spec))
-        with open(directory / "supervisor.log", "ab") as errors:
-            process = subprocess.Popen(
-                [sys.executable, "-I", "-S", str(ENTRY), "run", str(directory)],
-                stdin=subprocess.DEVNULL,
-                stdout=errors,
-                stderr=errors,
-                start_new_session=True,
-                close_fds=True,
-            )
+        process = self._spawn_supervisor(directory)
         self.tracked[uid] = Tracked(uid, namespace, name, directory, process)
         pod.setdefault("spec", {})["nodeName"] = podspec.NODE_NAME
         now = now_timestamp()
@@ -330,6 +330,64 @@ class NodeAgent:
             component="default-scheduler",
         )
         return True
+
+    # -- supervisors ----------------------------------------------------------------------------
+    def _spawn_supervisor(self, directory: Path) -> subprocess.Popen[bytes] | None:
+        """Fork the pod's supervisor from the zygote (None), or start it directly (its Popen)."""
+        if self.use_zygote:
+            for _ in range(2):
+                zygote = self._zygote()
+                if zygote is None or zygote.stdin is None:
+                    break
+                try:
+                    zygote.stdin.write(f"{directory}\n".encode())
+                    zygote.stdin.flush()
+                    return None
+                except OSError:
+                    log.warning("the supervisor zygote ended (exit code %s); starting another", zygote.poll())
+                    self.zygote = None
+        with open(directory / "supervisor.log", "ab") as errors:
+            return subprocess.Popen(
+                [sys.executable, "-I", "-S", str(ENTRY), "run", str(directory)],
+                stdin=subprocess.DEVNULL,
+                stdout=errors,
+                stderr=errors,
+                start_new_session=True,
+                close_fds=True,
+            )
+
+    def _zygote(self) -> subprocess.Popen[bytes] | None:
+        if self.zygote is not None and self.zygote.poll() is None:
+            return self.zygote
+        try:
+            with open(self.node_dir / "zygote.log", "ab") as errors:
+                self.zygote = subprocess.Popen(
+                    [sys.executable, "-I", "-S", str(ENTRY), "zygote"],
+                    stdin=subprocess.PIPE,
+                    stdout=errors,
+                    stderr=errors,
+                    start_new_session=True,
+                    close_fds=True,
+                )
+        except OSError as exc:
+            log.warning("cannot start the supervisor zygote (%s); starting supervisors directly", exc)
+            self.use_zygote = False
+            return None
+        return self.zygote
+
+    def _stop_zygote(self) -> None:
+        """Closing its stdin ends it; the supervisors it forked keep running."""
+        zygote, self.zygote = self.zygote, None
+        if zygote is None:
+            return
+        with contextlib.suppress(OSError):
+            if zygote.stdin is not None:
+                zygote.stdin.close()
+        try:
+            zygote.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            zygote.kill()
+            zygote.wait()
 
     def _config_error(self, pod: dict[str, Any], exc: podspec.PodConfigError) -> None:
         uid = pod["metadata"]["uid"]
@@ -374,7 +432,7 @@ class NodeAgent:
         try:
             mtime = path.stat().st_mtime_ns
         except OSError:
-            if tracked.process is not None and tracked.process.poll() is not None and not tracked.deleting:
+            if not tracked.deleting and self._never_started(tracked):
                 self._supervisor_died(tracked)
             return
         if mtime == tracked.state_mtime:
@@ -401,6 +459,14 @@ class NodeAgent:
         if json.dumps(pod.get("status"), sort_keys=True) != before:
             self._write(pod)
         self._container_events(tracked, pod, state)
+
+    @staticmethod
+    def _never_started(tracked: Tracked) -> bool:
+        if tracked.process is not None:
+            return tracked.process.poll() is not None
+        return time.monotonic() - tracked.started > SUPERVISOR_START_GRACE and not lock_held(
+            tracked.directory / "supervisor.lock"
+        )
 
     def _apply_state(self, pod: dict[str, Any], state: dict[str, Any]) -> None:
         status = pod.setdefault("status", {})
