@@ -34,10 +34,12 @@ from airflow_provider_training.embedded.node import isolation, podspec
 from airflow_provider_training.embedded.node.capacity import Capacity
 from airflow_provider_training.embedded.node.network import Network, shared_network
 from airflow_provider_training.embedded.node.runtime import Runtime
-from airflow_provider_training.embedded.resources import PODS
+from airflow_provider_training.embedded.resources import BY_KEY, PODS
 from airflow_provider_training.embedded.store import NotFoundError, Store, now_timestamp
 
 log = logging.getLogger(__name__)
+CONFIGMAPS = BY_KEY["core/configmaps"]
+SECRETS = BY_KEY["core/secrets"]
 ENTRY = Path(__file__).with_name("entry.py")
 COMPONENT = "kubelet"
 TERMINAL = ("Succeeded", "Failed")
@@ -115,7 +117,12 @@ class NodeAgent:
             "127.1.x.y" if self.network.routable else "127.0.0.1 (shared)",
         )
         self._adopt()
-        tasks = [asyncio.create_task(self._watch_pods()), asyncio.create_task(self._tick())]
+        tasks = [
+            asyncio.create_task(self._watch_pods()),
+            asyncio.create_task(self._tick()),
+            asyncio.create_task(self._watch_config("configmap", CONFIGMAPS.key)),
+            asyncio.create_task(self._watch_config("secret", SECRETS.key)),
+        ]
         try:
             while not ctx.stopping.is_set():
                 batch = [await self.queue.get()]
@@ -171,6 +178,11 @@ class NodeAgent:
         async for event in self.ctx.informer(PODS.key):
             self.queue.put_nowait(("pod", event))
 
+    async def _watch_config(self, kind: str, resource: str) -> None:
+        async for event in self.ctx.informer(resource):
+            if event.type == "MODIFIED":
+                self.queue.put_nowait(("config", (kind, event)))
+
     async def _tick(self) -> None:
         while True:
             await asyncio.sleep(RESYNC_INTERVAL)
@@ -205,6 +217,8 @@ class NodeAgent:
                     self._sync(self.tracked[payload])
             elif kind == "tick":
                 self._resync()
+            elif kind == "config":
+                self._refresh_volumes(*payload)
         self._start_waiting()
 
     def _on_pod(self, event: Any) -> None:
@@ -226,6 +240,21 @@ class NodeAgent:
             self._lost(pod)
             return
         self.waiting[uid] = (pod["metadata"]["namespace"], pod["metadata"]["name"])
+
+    def _refresh_volumes(self, kind: str, event: Any) -> None:
+        """A ConfigMap / Secret changed: running pods that show it as a volume see the new files (MPI's
+        ``discover_hosts.sh`` when the worker set changes, for one)."""
+        context = podspec.Context(self.store, self.ctx.home, self.runtime, self.node_dir, self.isolation, "")
+        for tracked in list(self.tracked.values()):
+            if tracked.done or tracked.deleting or tracked.namespace != event.namespace:
+                continue
+            pod = self.store.get(PODS.key, tracked.namespace, tracked.name)
+            if pod is None or pod["metadata"].get("uid") != tracked.uid:
+                continue
+            try:
+                podspec.refresh_config_volumes(context, pod, tracked.directory, kind, event.name)
+            except OSError as exc:
+                log.warning("cannot update the %s %s in pod %s: %s", kind, event.name, tracked.name, exc)
 
     def _resync(self) -> None:
         for tracked in list(self.tracked.values()):
