@@ -3,7 +3,8 @@ supervised group of local processes and reports their state back into the Pod's 
 
 Runs inside the daemon as a controller. For a new pod: admission (``capacity``, a job's pods
 together), a loopback address (``network``), volumes and environment (``podspec``), then a
-supervisor process in its own session (``supervisor``) that survives the daemon. Supervisors ping
+supervisor process in its own session (``supervisor``, forked by the ``zygote``) that survives the
+daemon. Supervisors ping
 ``node/agent.sock`` after each change of ``state.json``; the agent copies it into the pod status
 (phase, container states, restart counts, exit codes). When the daemon starts again it adopts the
 supervisors it finds under ``node/pods/<uid>/`` whose pods still exist and stops the others.
