@@ -62,3 +62,56 @@ def test_mpirun_runs_an_allreduce_across_the_worker_pods(kube_api: Any, test_nam
         15,
         "cleanPodPolicy Running to remove the sleeping workers",
     )
+
+
+WATCH_HOSTS = """
+import time
+path, seen = '/etc/mpi/discover_hosts.sh', None
+deadline = time.time() + 30
+while time.time() < deadline:
+    hosts = [l.split()[1] for l in open(path).read().splitlines() if l.startswith('echo ')]
+    if hosts != seen:
+        seen = hosts
+        print(f'hosts {len(hosts)} {" ".join(hosts)}', flush=True)
+    if len(hosts) == 2:
+        raise SystemExit(0)
+    time.sleep(0.05)
+raise SystemExit(1)
+"""
+
+
+def test_a_running_launcher_sees_discover_hosts_follow_the_worker_set(kube_api: Any, test_namespace: str) -> None:
+    jobs = Jobs(kube_api, test_namespace)
+    sleeper = {
+        "name": "mpi",
+        "image": "mpioperator/openmpi",
+        "command": [sys.executable, "-c", "import time; time.sleep(60)"],
+    }
+    launcher = {"name": "mpi", "image": "mpioperator/openmpi", "command": [sys.executable, "-c", WATCH_HOSTS]}
+    jobs.create(
+        {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "MPIJob",
+            "metadata": {"name": "grow"},
+            "spec": {
+                "slotsPerWorker": 1,
+                "runPolicy": {"cleanPodPolicy": "Running"},
+                "mpiReplicaSpecs": {
+                    "Launcher": {"replicas": 1, "template": {"spec": {"containers": [launcher]}}},
+                    "Worker": {"replicas": 1, "template": {"spec": {"containers": [sleeper]}}},
+                },
+            },
+        }
+    )
+    wait_for(lambda: "hosts 1 " in _logs(jobs, "grow-launcher"), 20, "the launcher to see one worker")
+    jobs.patch("MPIJob", "grow", {"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 2}}}})
+    jobs.wait("MPIJob", "grow", "Succeeded", timeout=30)
+    lines = [line for line in jobs.logs("grow-launcher").splitlines() if line.startswith("hosts ")]
+    assert lines[-1].startswith("hosts 2 ") and len(set(lines[-1].split()[2:])) == 2, lines
+
+
+def _logs(jobs: Jobs, pod: str) -> str:
+    try:
+        return jobs.logs(pod)
+    except Exception:
+        return ""

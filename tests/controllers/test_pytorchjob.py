@@ -259,3 +259,58 @@ def _alive(pid: int) -> bool:
         return False
     with open(f"/proc/{pid}/stat") as f:
         return f.read().split()[2] != "Z"
+
+
+def test_ttl_after_finished_deletes_the_job_and_its_pods(jobs: Jobs) -> None:
+    jobs.create(
+        job("PyTorchJob", "ttl", {"Master": replica("print('done')")}, runPolicy={"ttlSecondsAfterFinished": 1})
+    )
+    jobs.wait("PyTorchJob", "ttl", "Succeeded")
+    assert jobs.pods("ttl")  # kept until the TTL runs out
+
+    def gone() -> bool:
+        try:
+            jobs.get("PyTorchJob", "ttl")
+        except Exception as exc:  # ApiException 404
+            return getattr(exc, "status", None) == 404
+        return False
+
+    wait_for(gone, 10, "the TTL to delete the job")
+    wait_for(lambda: not jobs.pods("ttl"), 10, "its pods to be garbage-collected")
+    assert not jobs.core.list_namespaced_service(
+        jobs.namespace, label_selector="training.kubeflow.org/job-name=ttl"
+    ).items
+
+
+def test_scaling_workers_down_deletes_the_surplus_indices(jobs: Jobs, tmp_path: Any) -> None:
+    gate = tmp_path / "gate"
+    wait_gate = f"import os, time\nwhile not os.path.exists({str(gate)!r}): time.sleep(0.02)"
+    jobs.create(
+        job(
+            "PyTorchJob",
+            "shrink",
+            {"Master": replica(wait_gate), "Worker": replica(wait_gate, replicas=3)},
+        )
+    )
+    wait_for(
+        lambda: len(jobs.pods("shrink")) == 4 and all(p.status.phase == "Running" for p in jobs.pods("shrink")),
+        20,
+        "4 running replicas",
+    )
+    pids = {
+        p.metadata.name: int(p.status.container_statuses[0].container_id.split("//")[1]) for p in jobs.pods("shrink")
+    }
+    jobs.patch("PyTorchJob", "shrink", {"spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": 1}}}})
+    wait_for(
+        lambda: sorted(p.metadata.name for p in jobs.pods("shrink")) == ["shrink-master-0", "shrink-worker-0"],
+        10,
+        "worker-1 and worker-2 to be deleted",
+    )
+    wait_for(lambda: not _alive(pids["shrink-worker-1"]) and not _alive(pids["shrink-worker-2"]), 10, "their processes")
+    assert _alive(pids["shrink-worker-0"]) and _alive(pids["shrink-master-0"])
+    services = jobs.core.list_namespaced_service(jobs.namespace, label_selector="training.kubeflow.org/job-name=shrink")
+    assert sorted(s.metadata.name for s in services.items) == ["shrink-master-0", "shrink-worker-0"]
+    messages = [e.message for e in jobs.events("shrink") if e.reason == "SuccessfulDeletePod"]
+    assert sorted(messages) == ["Deleted pod: shrink-worker-1", "Deleted pod: shrink-worker-2"]
+    gate.touch()
+    jobs.wait("PyTorchJob", "shrink", "Succeeded")  # the remaining replicas finish the job

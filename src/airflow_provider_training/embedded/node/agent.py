@@ -3,7 +3,8 @@ supervised group of local processes and reports their state back into the Pod's 
 
 Runs inside the daemon as a controller. For a new pod: admission (``capacity``, a job's pods
 together), a loopback address (``network``), volumes and environment (``podspec``), then a
-supervisor process in its own session (``supervisor``) that survives the daemon. Supervisors ping
+supervisor process in its own session (``supervisor``, forked by the ``zygote``) that survives the
+daemon. Supervisors ping
 ``node/agent.sock`` after each change of ``state.json``; the agent copies it into the pod status
 (phase, container states, restart counts, exit codes). When the daemon starts again it adopts the
 supervisors it finds under ``node/pods/<uid>/`` whose pods still exist and stops the others.
@@ -22,6 +23,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,14 +35,19 @@ from airflow_provider_training.embedded.node import isolation, podspec
 from airflow_provider_training.embedded.node.capacity import Capacity
 from airflow_provider_training.embedded.node.network import Network, shared_network
 from airflow_provider_training.embedded.node.runtime import Runtime
-from airflow_provider_training.embedded.resources import PODS
+from airflow_provider_training.embedded.resources import BY_KEY, PODS
 from airflow_provider_training.embedded.store import NotFoundError, Store, now_timestamp
 
 log = logging.getLogger(__name__)
+CONFIGMAPS = BY_KEY["core/configmaps"]
+SECRETS = BY_KEY["core/secrets"]
 ENTRY = Path(__file__).with_name("entry.py")
 COMPONENT = "kubelet"
 TERMINAL = ("Succeeded", "Failed")
 RESYNC_INTERVAL = 1.0
+# A supervisor forked by the zygote takes its lock within milliseconds; one that has neither written
+# its state nor taken its lock after this long died before it could.
+SUPERVISOR_START_GRACE = 5.0
 
 
 def backoff_settings() -> dict[str, float]:
@@ -71,7 +78,8 @@ class Tracked:
     namespace: str
     name: str
     directory: Path
-    process: subprocess.Popen[bytes] | None = None
+    process: subprocess.Popen[bytes] | None = None  # when started directly, not by the zygote
+    started: float = field(default_factory=time.monotonic)
     state_mtime: int = 0
     done: bool = False
     deleting: bool = False
@@ -100,6 +108,8 @@ class NodeAgent:
         self.backoff = backoff_settings()
         self.queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         self.socket_path = self.node_dir / "agent.sock"
+        self.zygote: subprocess.Popen[bytes] | None = None
+        self.use_zygote = os.environ.get("AIRFLOW_TRAINING_ZYGOTE", "1") != "0"
         transport = await self._listen()
         log.info(
             "node agent: mounts by %s, %d GPU(s), pod addresses %s",
@@ -108,7 +118,12 @@ class NodeAgent:
             "127.1.x.y" if self.network.routable else "127.0.0.1 (shared)",
         )
         self._adopt()
-        tasks = [asyncio.create_task(self._watch_pods()), asyncio.create_task(self._tick())]
+        tasks = [
+            asyncio.create_task(self._watch_pods()),
+            asyncio.create_task(self._tick()),
+            asyncio.create_task(self._watch_config("configmap", CONFIGMAPS.key)),
+            asyncio.create_task(self._watch_config("secret", SECRETS.key)),
+        ]
         try:
             while not ctx.stopping.is_set():
                 batch = [await self.queue.get()]
@@ -118,6 +133,7 @@ class NodeAgent:
         finally:
             for task in tasks:
                 task.cancel()
+            self._stop_zygote()
             if transport is not None:
                 asyncio.get_running_loop().remove_reader(transport.fileno())
                 transport.close()
@@ -163,6 +179,11 @@ class NodeAgent:
         async for event in self.ctx.informer(PODS.key):
             self.queue.put_nowait(("pod", event))
 
+    async def _watch_config(self, kind: str, resource: str) -> None:
+        async for event in self.ctx.informer(resource):
+            if event.type == "MODIFIED":
+                self.queue.put_nowait(("config", (kind, event)))
+
     async def _tick(self) -> None:
         while True:
             await asyncio.sleep(RESYNC_INTERVAL)
@@ -197,6 +218,8 @@ class NodeAgent:
                     self._sync(self.tracked[payload])
             elif kind == "tick":
                 self._resync()
+            elif kind == "config":
+                self._refresh_volumes(*payload)
         self._start_waiting()
 
     def _on_pod(self, event: Any) -> None:
@@ -218,6 +241,21 @@ class NodeAgent:
             self._lost(pod)
             return
         self.waiting[uid] = (pod["metadata"]["namespace"], pod["metadata"]["name"])
+
+    def _refresh_volumes(self, kind: str, event: Any) -> None:
+        """A ConfigMap / Secret changed: running pods that show it as a volume see the new files (MPI's
+        ``discover_hosts.sh`` when the worker set changes, for one)."""
+        context = podspec.Context(self.store, self.ctx.home, self.runtime, self.node_dir, self.isolation, "")
+        for tracked in list(self.tracked.values()):
+            if tracked.done or tracked.deleting or tracked.namespace != event.namespace:
+                continue
+            pod = self.store.get(PODS.key, tracked.namespace, tracked.name)
+            if pod is None or pod["metadata"].get("uid") != tracked.uid:
+                continue
+            try:
+                podspec.refresh_config_volumes(context, pod, tracked.directory, kind, event.name)
+            except OSError as exc:
+                log.warning("cannot update the %s %s in pod %s: %s", kind, event.name, tracked.name, exc)
 
     def _resync(self) -> None:
         for tracked in list(self.tracked.values()):
@@ -297,15 +335,7 @@ class NodeAgent:
                     self._event(pod, "Warning", "FailedMount", problem)
         shutil.rmtree(podlogs.container_log_dir(self.ctx.home, namespace, name, "x").parent, ignore_errors=True)
         (directory / "spec.json").write_text(json.dumps(spec))
-        with open(directory / "supervisor.log", "ab") as errors:
-            process = subprocess.Popen(
-                [sys.executable, "-I", "-S", str(ENTRY), "run", str(directory)],
-                stdin=subprocess.DEVNULL,
-                stdout=errors,
-                stderr=errors,
-                start_new_session=True,
-                close_fds=True,
-            )
+        process = self._spawn_supervisor(directory)
         self.tracked[uid] = Tracked(uid, namespace, name, directory, process)
         pod.setdefault("spec", {})["nodeName"] = podspec.NODE_NAME
         now = now_timestamp()
@@ -330,6 +360,64 @@ class NodeAgent:
             component="default-scheduler",
         )
         return True
+
+    # -- supervisors ----------------------------------------------------------------------------
+    def _spawn_supervisor(self, directory: Path) -> subprocess.Popen[bytes] | None:
+        """Fork the pod's supervisor from the zygote (None), or start it directly (its Popen)."""
+        if self.use_zygote:
+            for _ in range(2):
+                zygote = self._zygote()
+                if zygote is None or zygote.stdin is None:
+                    break
+                try:
+                    zygote.stdin.write(f"{directory}\n".encode())
+                    zygote.stdin.flush()
+                    return None
+                except OSError:
+                    log.warning("the supervisor zygote ended (exit code %s); starting another", zygote.poll())
+                    self.zygote = None
+        with open(directory / "supervisor.log", "ab") as errors:
+            return subprocess.Popen(
+                [sys.executable, "-I", "-S", str(ENTRY), "run", str(directory)],
+                stdin=subprocess.DEVNULL,
+                stdout=errors,
+                stderr=errors,
+                start_new_session=True,
+                close_fds=True,
+            )
+
+    def _zygote(self) -> subprocess.Popen[bytes] | None:
+        if self.zygote is not None and self.zygote.poll() is None:
+            return self.zygote
+        try:
+            with open(self.node_dir / "zygote.log", "ab") as errors:
+                self.zygote = subprocess.Popen(
+                    [sys.executable, "-I", "-S", str(ENTRY), "zygote"],
+                    stdin=subprocess.PIPE,
+                    stdout=errors,
+                    stderr=errors,
+                    start_new_session=True,
+                    close_fds=True,
+                )
+        except OSError as exc:
+            log.warning("cannot start the supervisor zygote (%s); starting supervisors directly", exc)
+            self.use_zygote = False
+            return None
+        return self.zygote
+
+    def _stop_zygote(self) -> None:
+        """Closing its stdin ends it; the supervisors it forked keep running."""
+        zygote, self.zygote = self.zygote, None
+        if zygote is None:
+            return
+        with contextlib.suppress(OSError):
+            if zygote.stdin is not None:
+                zygote.stdin.close()
+        try:
+            zygote.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            zygote.kill()
+            zygote.wait()
 
     def _config_error(self, pod: dict[str, Any], exc: podspec.PodConfigError) -> None:
         uid = pod["metadata"]["uid"]
@@ -374,7 +462,7 @@ class NodeAgent:
         try:
             mtime = path.stat().st_mtime_ns
         except OSError:
-            if tracked.process is not None and tracked.process.poll() is not None and not tracked.deleting:
+            if not tracked.deleting and self._never_started(tracked):
                 self._supervisor_died(tracked)
             return
         if mtime == tracked.state_mtime:
@@ -401,6 +489,14 @@ class NodeAgent:
         if json.dumps(pod.get("status"), sort_keys=True) != before:
             self._write(pod)
         self._container_events(tracked, pod, state)
+
+    @staticmethod
+    def _never_started(tracked: Tracked) -> bool:
+        if tracked.process is not None:
+            return tracked.process.poll() is not None
+        return time.monotonic() - tracked.started > SUPERVISOR_START_GRACE and not lock_held(
+            tracked.directory / "supervisor.lock"
+        )
 
     def _apply_state(self, pod: dict[str, Any], state: dict[str, Any]) -> None:
         status = pod.setdefault("status", {})

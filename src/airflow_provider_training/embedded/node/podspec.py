@@ -219,9 +219,10 @@ def environment(ctx: Context, pod: dict[str, Any], container: dict[str, Any]) ->
 
 # -- volumes ---------------------------------------------------------------------------------
 def _write_items(directory: Path, data: dict[str, str], spec: dict[str, Any]) -> None:
-    if directory.exists():
-        shutil.rmtree(directory)
-    directory.mkdir(parents=True)
+    """Write a configMap / secret volume's files into ``directory`` in place: the directory itself is
+    kept (a running container's view binds it), each file is replaced atomically, and files of keys
+    no longer chosen are removed. Used at pod start and when the object changes while the pod runs."""
+    directory.mkdir(parents=True, exist_ok=True)
     default_mode = int(spec.get("defaultMode", 0o644))
     items = spec.get("items")
     chosen = (
@@ -229,13 +230,40 @@ def _write_items(directory: Path, data: dict[str, str], spec: dict[str, Any]) ->
         if items
         else [(k, k, default_mode) for k in data]
     )
+    wanted: set[Path] = set()
     for key, rel, mode in chosen:
         if key not in data:
             continue
         path = directory / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(data[key])
-        path.chmod(mode)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(data[key])
+        tmp.chmod(mode)
+        os.replace(tmp, path)
+        wanted.update([path, *path.parents])
+    for entry in sorted(directory.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+        if entry not in wanted:
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+
+
+def refresh_config_volumes(ctx: Context, pod: dict[str, Any], pod_dir: Path, kind: str, name: str) -> list[str]:
+    """Rewrite the pod's volumes that show ConfigMap / Secret ``name`` (``kind`` "configmap" or
+    "secret") from its current data, as the kubelet's periodic sync does. Returns the volumes updated."""
+    updated = []
+    for volume in pod.get("spec", {}).get("volumes") or []:
+        spec = volume.get("configMap") if kind == "configmap" else volume.get("secret")
+        if spec is None or (spec.get("name") or spec.get("secretName")) != name:
+            continue
+        local = pod_dir / "volumes" / volume["name"]
+        if not local.is_dir():
+            continue
+        obj = _lookup(ctx, kind, pod["metadata"]["namespace"], name)
+        _write_items(local, _data(obj, kind) if obj else {}, spec)
+        updated.append(volume["name"])
+    return updated
 
 
 def volume_dirs(ctx: Context, pod: dict[str, Any], pod_dir: Path) -> dict[str, Path]:
