@@ -29,6 +29,11 @@ def get_provider_info() -> dict[str, Any]:
                 "external-doc-url": "https://kitops.org/docs/",
                 "tags": ["software"],
             },
+            {
+                "integration-name": "KServe",
+                "external-doc-url": "https://kserve.github.io/website/",
+                "tags": ["software"],
+            },
         ],
         "operators": [
             {
@@ -38,6 +43,10 @@ def get_provider_info() -> dict[str, Any]:
             {
                 "integration-name": "KitOps",
                 "python-modules": ["airflow_provider_training.operators.modelkit"],
+            },
+            {
+                "integration-name": "KServe",
+                "python-modules": ["airflow_provider_training.operators.deploy"],
             },
         ],
         "extra-links": ["airflow_provider_training.links.modelkit.ModelKitRegistryLink"],
@@ -61,6 +70,10 @@ def get_provider_info() -> dict[str, Any]:
             {
                 "integration-name": "Kubeflow Training Operator",
                 "python-modules": ["airflow_provider_training.triggers"],
+            },
+            {
+                "integration-name": "KServe",
+                "python-modules": ["airflow_provider_training.triggers.deploy"],
             },
         ],
         "connection-types": [

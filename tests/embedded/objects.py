@@ -18,6 +18,9 @@ def pytorchjob(name: str, workers: int = 0, **spec: Any) -> dict[str, Any]:
             "restartPolicy": "OnFailure",
             "template": {"spec": {"containers": [dict(container)]}},
         }
+    # These API tests write pods and status themselves: the job controller must leave such jobs
+    # alone, which it does for jobs another controller manages (runPolicy.managedBy, §5.5).
+    spec.setdefault("runPolicy", {"managedBy": "kueue.x-k8s.io/multikueue"})
     return {
         "apiVersion": "kubeflow.org/v1",
         "kind": "PyTorchJob",

@@ -12,9 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
-from airflow_provider_training.embedded.paths import Home
+if TYPE_CHECKING:  # the supervisor loads this module by path, without the package (fast start)
+    from airflow_provider_training.embedded.paths import Home
 
 
 def container_log_dir(home: Home, namespace: str, pod: str, container: str) -> Path:

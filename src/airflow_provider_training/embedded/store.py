@@ -282,8 +282,9 @@ class Store:
         return [WatchEvent(t, r, ns, n, v, json.loads(b)) for v, r, ns, n, t, b in rows]
 
     # -- writes ---------------------------------------------------------------------------------
-    def create(self, resource: str, obj: dict[str, Any]) -> dict[str, Any]:
-        """Store a new object; returns a copy with the server-set metadata (``obj`` is left alone)."""
+    def create(self, resource: str, obj: dict[str, Any], *, uid: str | None = None) -> dict[str, Any]:
+        """Store a new object; returns a copy with the server-set metadata (``obj`` is left alone).
+        ``uid``: one the caller generated (a batch/v1 Job's selector names its own uid)."""
         obj = json.loads(_dumps(obj))
         meta = obj.setdefault("metadata", {})
         namespace, name = meta.get("namespace", ""), meta["name"]
@@ -291,7 +292,7 @@ class Store:
             if self._exists(resource, namespace, name):
                 raise AlreadyExistsError(name)
             rv = self._rv + 1
-            meta["uid"] = str(uuid.uuid4())
+            meta["uid"] = uid or str(uuid.uuid4())
             meta["creationTimestamp"] = now_timestamp()
             meta["generation"] = 1
             meta["resourceVersion"] = str(rv)

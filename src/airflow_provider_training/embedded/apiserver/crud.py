@@ -11,13 +11,14 @@ import copy
 import json
 import re
 import secrets
+import uuid
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 
 from airflow_provider_training.embedded import volumes
-from airflow_provider_training.embedded.apiserver import errors
+from airflow_provider_training.embedded.apiserver import batchjobs, errors
 from airflow_provider_training.embedded.apiserver.admission import admit_training_job, field_validation_mode
 from airflow_provider_training.embedded.apiserver.context import ServerContext
 from airflow_provider_training.embedded.apiserver.http import (
@@ -49,6 +50,7 @@ from airflow_provider_training.specs.crds import all_crds
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
+BATCH_JOBS = "batch/jobs"
 
 
 # -- helpers -----------------------------------------------------------------------------------
@@ -182,13 +184,17 @@ async def create(request: Request, ctx: ServerContext, target: Target) -> Respon
     if rt.training_job is not None:
         mode = field_validation_mode(request.query_params.get("fieldValidation"))
         obj, warnings = admit_training_job(rt, obj, None, mode)
+    uid = None
+    if rt.key == BATCH_JOBS:
+        uid = str(uuid.uuid4())
+        batchjobs.admit_new(rt, obj, uid)
     if _dry_run(request):
         if ctx.store.get(rt.key, meta.get("namespace", ""), meta["name"]) is not None:
             raise errors.already_exists(rt, meta["name"])
         obj["metadata"].update(creationTimestamp=now_timestamp(), generation=1)
         return _single(request, rt, obj, 201, warnings)
     try:
-        created = ctx.store.create(rt.key, obj)
+        created = ctx.store.create(rt.key, obj, uid=uid)
     except AlreadyExistsError:
         raise errors.already_exists(rt, meta["name"]) from None
     if rt is PODS:
@@ -297,6 +303,8 @@ def _finish_update(
         if rt.training_job is not None:
             mode = field_validation_mode(request.query_params.get("fieldValidation"))
             new, warnings = admit_training_job(rt, new, old, mode)
+        elif rt.key == BATCH_JOBS:
+            batchjobs.admit_update(rt, new, old)
     if _dry_run(request):
         return _single(request, rt, new, 200, warnings)
     return _single(request, rt, _store_update(ctx, rt, new), 200, warnings)
@@ -358,7 +366,7 @@ def delete_object(ctx: ServerContext, rt: ResourceType, obj: dict[str, Any], pol
     """Delete one object and garbage-collect its dependents (ownerReferences) per ``policy``."""
     meta = obj["metadata"]
     if policy is None:
-        policy = "Orphan" if rt.key == "batch/jobs" else "Background"
+        policy = "Orphan" if rt.key == BATCH_JOBS else "Background"
     dependents = ctx.store.dependents(meta["uid"])
     if rt is NAMESPACES:
         for other in BY_KEY.values():

@@ -1,4 +1,4 @@
-"""Controllers that run inside the daemon (issue 4 adds the job controller and the node agent).
+"""Controllers that run inside the daemon: training jobs, batch/v1 Jobs, InferenceServices, and the node agent.
 
 A controller is registered by appending a factory to ``CONTROLLERS``; the daemon builds each with a
 ``ControllerContext`` and runs ``run()`` as an asyncio task on the API server's event loop.
@@ -11,5 +11,11 @@ from airflow_provider_training.embedded.controllers.base import (
     ControllerFactory,
     run_controllers,
 )
+from airflow_provider_training.embedded.controllers.batchjobs import BatchJobController
+from airflow_provider_training.embedded.controllers.inferenceservice import InferenceServiceController
+from airflow_provider_training.embedded.controllers.jobs import JobController
+from airflow_provider_training.embedded.node.agent import NodeAgent
+
+CONTROLLERS.extend([JobController, BatchJobController, NodeAgent, InferenceServiceController])
 
 __all__ = ["CONTROLLERS", "Controller", "ControllerContext", "ControllerFactory", "run_controllers"]

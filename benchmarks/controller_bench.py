@@ -1,0 +1,383 @@
+"""Embedded job controller + node agent, measured against doing the same work directly.
+
+    PYTHONPATH=src python benchmarks/controller_bench.py [--quick] [--skip-ddp]
+
+1. create -> all replicas running, create -> Succeeded, for a 4-replica PyTorchJob of
+   ``python -c pass``, vs spawning and waiting the same 4 processes (ratio, absolute overhead).
+2. replica exit -> Succeeded seen by a watching client, p50 / p99.
+3. 200 small jobs at once: all complete; daemon CPU / RSS (and supervisors') while >= 50 replicas run.
+4. the DDP example (dags/code/train.py, 4 replicas) vs the same training launched directly with
+   torchrun the same way: 4 launcher processes, nnodes=4, one rank each.
+Not part of the test suite. Prints ratios against baselines measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+from kubernetes import client, config, watch
+
+from airflow_provider_training.embedded import start, stop
+
+PY = sys.executable
+REPO = Path(__file__).resolve().parents[1]
+FAST = {"AIRFLOW_TRAINING_RESTART_BACKOFF": "0.05", "AIRFLOW_TRAINING_LOG_POLL_INTERVAL": "0.02"}
+
+
+def pytorchjob(name: str, code: str, workers: int = 3, cmd: list[str] | None = None) -> dict[str, Any]:
+    c = {"name": "pytorch", "image": "python:3.11", "command": cmd or [PY, "-c", code]}
+    specs: dict[str, Any] = {
+        "Master": {"replicas": 1, "restartPolicy": "Never", "template": {"spec": {"containers": [c]}}}
+    }
+    if workers:
+        specs["Worker"] = {
+            "replicas": workers,
+            "restartPolicy": "Never",
+            "template": {"spec": {"containers": [dict(c)]}},
+        }
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": name},
+        "spec": {"pytorchReplicaSpecs": specs},
+    }
+
+
+class Plane:
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.plane = start(home, env=FAST)
+        cfg = client.Configuration()
+        config.load_kube_config(config_file=str(self.plane.kubeconfig), client_configuration=cfg)
+        self.api = client.ApiClient(cfg)
+        self.custom = client.CustomObjectsApi(self.api)
+        self.core = client.CoreV1Api(self.api)
+
+    def create(self, body: dict[str, Any], ns: str = "default") -> None:
+        self.custom.create_namespaced_custom_object("kubeflow.org", "v1", ns, "pytorchjobs", body)
+
+    def close(self) -> None:
+        self.api.close()
+        stop(self.home)
+
+
+def succeeded(obj: dict[str, Any]) -> bool:
+    return any(
+        c["type"] == "Succeeded" and c["status"] == "True" for c in (obj.get("status") or {}).get("conditions", [])
+    )
+
+
+class Waiter(threading.Thread):
+    """A watch opened before the job is created; records when ``done(object)`` first holds.
+    Reads raw lines so the client adds little delay to what it measures."""
+
+    def __init__(self, open_watch: Any, done: Any) -> None:
+        super().__init__(daemon=True)
+        self.response = open_watch()  # the watch is established before the job is created
+        self.done = done
+        self.at: float | None = None
+
+    def run(self) -> None:
+        buffer = b""
+        with contextlib.suppress(Exception):
+            for chunk in self.response.stream(amt=None, decode_content=False):
+                buffer += chunk
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    if self.done(json.loads(line)["object"]):
+                        self.at = time.perf_counter()
+                        self.response.close()
+                        return
+
+
+def create_once(p: Plane, name: str) -> tuple[float, float, float]:
+    """Seconds from the create request to all 4 pods running (or done), to the job's Succeeded
+    (the master's exit decides it, as upstream) and to all 4 pods Succeeded."""
+    seen_running: set[str] = set()
+    seen_done: set[str] = set()
+
+    def all_done(pod: dict[str, Any]) -> bool:
+        if (pod.get("status") or {}).get("phase") == "Succeeded":
+            seen_done.add(pod["metadata"]["name"])
+        return len(seen_done) == 4
+
+    def all_running(pod: dict[str, Any]) -> bool:
+        statuses = (pod.get("status") or {}).get("containerStatuses") or []
+        if any("running" in cs.get("state", {}) or "terminated" in cs.get("state", {}) for cs in statuses):
+            seen_running.add(pod["metadata"]["name"])
+        return len(seen_running) == 4
+
+    pods = Waiter(
+        lambda: p.core.list_namespaced_pod(
+            "default", label_selector=f"training.kubeflow.org/job-name={name}", watch=True, _preload_content=False
+        ),
+        all_running,
+    )
+    job = Waiter(
+        lambda: p.custom.list_namespaced_custom_object(
+            "kubeflow.org",
+            "v1",
+            "default",
+            "pytorchjobs",
+            field_selector=f"metadata.name={name}",
+            watch=True,
+            _preload_content=False,
+        ),
+        succeeded,
+    )
+    finished = Waiter(
+        lambda: p.core.list_namespaced_pod(
+            "default", label_selector=f"training.kubeflow.org/job-name={name}", watch=True, _preload_content=False
+        ),
+        all_done,
+    )
+    for w in (pods, job, finished):
+        w.start()
+    t0 = time.perf_counter()
+    p.create(pytorchjob(name, "pass"))
+    for w in (pods, job, finished):
+        w.join(30)
+    return tuple((w.at or float("nan")) - t0 for w in (pods, job, finished))  # type: ignore[return-value]
+
+
+def bench_create(p: Plane, runs: int) -> None:
+    direct_running, direct_done, cp_running, cp_done, cp_pods_done = [], [], [], [], []
+    for i in range(runs):
+        t0 = time.perf_counter()
+        procs = [subprocess.Popen([PY, "-c", "pass"]) for _ in range(4)]
+        direct_running.append(time.perf_counter() - t0)
+        for proc in procs:
+            proc.wait()
+        direct_done.append(time.perf_counter() - t0)
+
+        running, done, pods_done = create_once(p, f"create-{i}")
+        cp_running.append(running)
+        cp_done.append(done)
+        cp_pods_done.append(pods_done)
+    m = statistics.median
+    print("## create -> running / Succeeded, 4 replicas of `python -c pass` (median of", runs, "runs)")
+    print(f"direct spawn:  running {m(direct_running) * 1000:7.1f} ms   all exited {m(direct_done) * 1000:7.1f} ms")
+    print(
+        f"control plane: running {m(cp_running) * 1000:7.1f} ms   job Succeeded {m(cp_done) * 1000:7.1f} ms   "
+        f"all 4 pods Succeeded {m(cp_pods_done) * 1000:7.1f} ms"
+    )
+    print(
+        f"ratio job Succeeded/direct: {m(cp_done) / m(direct_done):.2f} (overhead "
+        f"{(m(cp_done) - m(direct_done)) * 1000:.0f} ms)   ratio all pods Succeeded/direct: "
+        f"{m(cp_pods_done) / m(direct_done):.2f} (overhead {(m(cp_pods_done) - m(direct_done)) * 1000:.0f} ms)   "
+        f"ratio running/direct: {m(cp_running) / m(direct_running):.2f}"
+    )
+
+
+def bench_exit_latency(p: Plane, runs: int) -> None:
+    lags = []
+    for i in range(runs):
+        name = f"lat-{i}"
+        code = "import time; time.sleep(0.3); open('/dev/stdout','w').write(repr(time.time()))"
+        exit_file = p.home / f"exit-{i}"
+        code = f"import time; time.sleep(0.3); open({str(exit_file)!r}, 'w').write(repr(time.time()))"
+        p.create(pytorchjob(name, code, workers=0))
+        w = watch.Watch()
+        for event in w.stream(
+            p.custom.list_namespaced_custom_object,
+            "kubeflow.org",
+            "v1",
+            "default",
+            "pytorchjobs",
+            field_selector=f"metadata.name={name}",
+            timeout_seconds=30,
+        ):
+            if succeeded(event["object"]):
+                seen = time.time()
+                w.stop()
+        lags.append(seen - float(exit_file.read_text()))
+    lags.sort()
+    p99 = lags[min(len(lags) - 1, int(len(lags) * 0.99))]
+    print(f"## replica exit -> Succeeded at a watching client ({runs} jobs)")
+    print(f"p50 {statistics.median(lags) * 1000:.1f} ms   p99 {p99 * 1000:.1f} ms   max {lags[-1] * 1000:.1f} ms")
+
+
+def bench_many(p: Plane, jobs: int) -> None:
+    ns = "many"
+    p.core.create_namespace({"metadata": {"name": ns}})
+    daemon = psutil.Process(p.plane.pid)
+    daemon.cpu_percent()
+    samples: list[tuple[int, float, float, float]] = []
+    stop_flag = threading.Event()
+
+    def sample() -> None:
+        while not stop_flag.is_set():
+            with contextlib.suppress(psutil.Error):
+                samples.append(measure())
+            time.sleep(0.5)
+
+    def measure() -> tuple[int, float, float, float]:
+        running = sum(
+            1
+            for proc in psutil.process_iter(["cmdline"])
+            if proc.info["cmdline"] and "replica-sleep" in " ".join(proc.info["cmdline"])
+        )
+        supervisors = [
+            proc
+            for proc in psutil.process_iter(["cmdline"])
+            if proc.info["cmdline"] and "entry.py" in " ".join(proc.info["cmdline"])
+        ]
+        sup_rss = 0
+        for s in supervisors:
+            try:
+                sup_rss += s.memory_info().rss
+            except psutil.Error:
+                continue
+        return (running, daemon.cpu_percent(), daemon.memory_info().rss / 2**20, sup_rss / 2**20)
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    t0 = time.perf_counter()
+    for i in range(jobs):
+        p.create(pytorchjob(f"j{i}", "import sys, time; time.sleep(8)  # replica-sleep", workers=0), ns)
+    submitted = time.perf_counter() - t0
+    while True:
+        items = p.custom.list_namespaced_custom_object("kubeflow.org", "v1", ns, "pytorchjobs")["items"]
+        done = sum(1 for o in items if succeeded(o))
+        if done == jobs or time.perf_counter() - t0 > 600:
+            break
+        time.sleep(0.5)
+    total = time.perf_counter() - t0
+    stop_flag.set()
+    thread.join()
+    busy = [s for s in samples if s[0] >= 50]
+    print(f"## {jobs} jobs submitted at once (each one replica sleeping 8 s)")
+    print(f"submitted in {submitted:.1f} s, {done}/{jobs} Succeeded after {total:.1f} s")
+    if busy:
+        print(
+            f"while >= 50 replicas ran ({len(busy)} samples, max {max(s[0] for s in busy)} running): daemon CPU "
+            f"mean {statistics.mean(s[1] for s in busy):.0f}% max {max(s[1] for s in busy):.0f}%, daemon RSS max "
+            f"{max(s[2] for s in busy):.0f} MiB, all supervisors' RSS max {max(s[3] for s in busy):.0f} MiB"
+        )
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def bench_ddp(p: Plane, epochs: int = 10) -> None:
+    """The same training both ways: 4 node processes of torchrun (nnodes=4, one rank each), launched
+    directly on 127.0.0.1, vs the same 4 launchers as a PyTorchJob's Master + 3 Workers."""
+    train = REPO / "dags" / "code" / "train.py"
+    out = Path(tempfile.mkdtemp())
+    port = free_port()
+    t0 = time.perf_counter()
+    launchers = [
+        subprocess.Popen(
+            [
+                PY,
+                "-m",
+                "torch.distributed.run",
+                "--nproc_per_node=1",
+                "--nnodes=4",
+                f"--node_rank={rank}",
+                "--master_addr=127.0.0.1",
+                f"--master_port={port}",
+                str(train),
+                f"--epochs={epochs}",
+                f"--output={out}",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for rank in range(4)
+    ]
+    codes = [launcher.wait() for launcher in launchers]
+    direct = time.perf_counter() - t0
+    assert codes == [0, 0, 0, 0], f"direct torchrun launchers exited with {codes}"
+    cmd = [
+        PY,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node=1",
+        "--nnodes=$(WORLD_SIZE)",
+        "--node_rank=$(RANK)",
+        "--master_addr=$(MASTER_ADDR)",
+        "--master_port=$(MASTER_PORT)",
+        str(train),
+        f"--epochs={epochs}",
+        f"--output={out}",
+    ]
+    seen_done: set[str] = set()
+
+    def all_done(pod: dict[str, Any]) -> bool:
+        if (pod.get("status") or {}).get("phase") == "Succeeded":
+            seen_done.add(pod["metadata"]["name"])
+        return len(seen_done) == 4
+
+    job = Waiter(
+        lambda: p.custom.list_namespaced_custom_object(
+            "kubeflow.org",
+            "v1",
+            "default",
+            "pytorchjobs",
+            field_selector="metadata.name=ddp",
+            watch=True,
+            _preload_content=False,
+        ),
+        succeeded,
+    )
+    pods = Waiter(
+        lambda: p.core.list_namespaced_pod(
+            "default", label_selector="training.kubeflow.org/job-name=ddp", watch=True, _preload_content=False
+        ),
+        all_done,
+    )
+    job.start()
+    pods.start()
+    t0 = time.perf_counter()
+    p.create(pytorchjob("ddp", "", workers=3, cmd=cmd))
+    job.join(600)
+    pods.join(600)
+    embedded = (job.at or float("nan")) - t0
+    all_pods = (pods.at or float("nan")) - t0
+    print(f"## DDP example (dags/code/train.py), 4 nodes x 1 rank, {epochs} epochs")
+    print(
+        f"torchrun directly (4 launchers, nnodes=4) {direct:.2f} s   as a PyTorchJob: Succeeded {embedded:.2f} s, "
+        f"all 4 pods Succeeded {all_pods:.2f} s   ratio {embedded / direct:.3f} (all pods {all_pods / direct:.3f})"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--skip-ddp", action="store_true")
+    parser.add_argument("--only", choices=["create", "latency", "many", "ddp"])
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        p = Plane(Path(tmp) / "home")
+        try:
+            if args.only in (None, "create"):
+                bench_create(p, 5 if args.quick else 15)
+            if args.only in (None, "latency"):
+                bench_exit_latency(p, 20 if args.quick else 100)
+            if args.only in (None, "many"):
+                bench_many(p, 50 if args.quick else 200)
+            if args.only in (None, "ddp") and not args.skip_ddp:
+                bench_ddp(p)
+        finally:
+            p.close()
+
+
+if __name__ == "__main__":
+    main()

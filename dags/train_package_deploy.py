@@ -1,0 +1,146 @@
+"""Train → package → deploy: the example DAG of airflow-provider-training.
+
+What it does, task by task:
+
+1. ``train`` — a PyTorchJob (1 Master + 1 Worker, PyTorch DDP over gloo) runs ``code/train.py`` on
+   scikit-learn's handwritten digits. Rank 0 writes ``model.pt`` (TorchScript), ``metrics.json`` and
+   a ``Kitfile`` to the ``digits-output`` volume, in a folder named after the run.
+2. ``package`` — packs that folder as a KitOps ModelKit and pushes it to the registry of the
+   ``modelkit_registry_default`` connection as ``<registry>/ml-models/digits-classifier:<date>``
+   (XCom: ``reference``, ``digest``).
+3. ``deploy`` — a KServe InferenceService ``digits`` serving ``kit://<reference>@<digest>`` (the
+   digest pins exactly what was pushed); waits until the new model serves (XCom: ``url``).
+4. ``smoke_test`` — sends 100 digits to ``<url>/v2/models/digits/infer`` (Open Inference Protocol)
+   and fails unless at least 80 % are classified right.
+
+Where it runs: with no ``kubernetes`` connection (the default) on the embedded control plane of
+this machine — every replica and the predictor are local processes; with
+``[training] kubernetes_conn_id`` set, on that cluster (Training Operator + KServe with the KitOps
+storage container; see docs/cluster.md). Nothing in this file changes.
+
+Try it: ``airflow dags test train_package_deploy`` (or ``bash tools/run.sh`` on a fresh machine).
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+
+from airflow.sdk import DAG, Param, task
+
+from airflow_provider_training.operators import PyTorchJobOperator
+from airflow_provider_training.operators.deploy import InferenceServiceOperator
+from airflow_provider_training.operators.modelkit import ModelKitPackAndPushOperator
+
+REGISTRY_CONN = "modelkit_registry_default"
+OUTPUT_CLAIM = "digits-output"
+
+
+def replica(epochs: str, batch_size: str, learning_rate: str) -> dict:
+    """One replica's pod template: the same for Master and Worker; the operator tells each its RANK."""
+    return {
+        "replicas": 1,
+        "restartPolicy": "OnFailure",
+        "template": {
+            "spec": {
+                "containers": [
+                    {
+                        "name": "pytorch",
+                        # On a cluster: an image with PyTorch, scikit-learn and code/train.py in its
+                        # working directory. On the embedded control plane: this Python, run in the
+                        # folder of this DAG file.
+                        "image": "ccr.ccs.tencentyun.com/ml-models/digits-train:latest",
+                        "command": ["python", "code/train.py"],
+                        "args": [
+                            f"--epochs={epochs}",
+                            f"--batch-size={batch_size}",
+                            f"--lr={learning_rate}",
+                            "--output=/output/{{ run_id | replace(':', '-') | replace('+', '-') }}",
+                        ],
+                        "volumeMounts": [{"name": "output", "mountPath": "/output"}],
+                    }
+                ],
+                "volumes": [{"name": "output", "persistentVolumeClaim": {"claimName": OUTPUT_CLAIM}}],
+            }
+        },
+    }
+
+
+PYTORCHJOB = {
+    "apiVersion": "kubeflow.org/v1",
+    "kind": "PyTorchJob",
+    "metadata": {"name": "digits-{{ ts_nodash | lower }}"},
+    "spec": {
+        "pytorchReplicaSpecs": {
+            "Master": replica("{{ params.epochs }}", "{{ params.batch_size }}", "{{ params.learning_rate }}"),
+            "Worker": replica("{{ params.epochs }}", "{{ params.batch_size }}", "{{ params.learning_rate }}"),
+        },
+        "runPolicy": {"cleanPodPolicy": "None"},
+    },
+}
+
+with DAG(
+    dag_id="train_package_deploy",
+    description="Train a digit classifier with PyTorch DDP, pack it as a ModelKit, serve it with KServe.",
+    schedule=None,
+    catchup=False,
+    tags=["example", "pytorch", "kitops", "kserve"],
+    doc_md=__doc__,
+    params={
+        "epochs": Param(10, type="integer", minimum=1, maximum=200, description="Passes over the training set."),
+        "batch_size": Param(64, type="integer", minimum=1, maximum=1024),
+        "learning_rate": Param(0.05, type="number", exclusiveMinimum=0, maximum=1),
+        "repository": Param(
+            "ml-models/digits-classifier",
+            type="string",
+            pattern=r"^[a-z0-9]+([._-][a-z0-9]+)*/[a-z0-9]+([._-][a-z0-9]+)*$",
+            description="<namespace>/<repository> in the registry (TCR allows exactly two segments).",
+        ),
+        "namespace": Param("default", type="string", description="Kubernetes namespace of the job and the service."),
+    },
+) as dag:
+    train = PyTorchJobOperator(task_id="train", job=PYTORCHJOB, namespace="{{ params.namespace }}")
+
+    package = ModelKitPackAndPushOperator(
+        task_id="package",
+        source=f"pvc://{OUTPUT_CLAIM}/" + "{{ run_id | replace(':', '-') | replace('+', '-') }}",
+        reference="{{ conn." + REGISTRY_CONN + ".host }}/{{ params.repository }}:{{ ds_nodash }}",
+        registry_conn_id=REGISTRY_CONN,
+        namespace="{{ params.namespace }}",
+    )
+
+    deploy = InferenceServiceOperator(
+        task_id="deploy",
+        name="digits",
+        namespace="{{ params.namespace }}",
+        storage_uri="{{ ti.xcom_pull(task_ids='package', key='reference') }}"
+        "@{{ ti.xcom_pull(task_ids='package', key='digest') }}",
+        registry_conn_id=REGISTRY_CONN,
+    )
+
+    @task
+    def smoke_test(url: str) -> dict:
+        """Classify 100 held-out digits through the served URL; a sane model gets most of them right."""
+        from sklearn.datasets import load_digits
+
+        digits = load_digits()
+        rows, labels = digits.data[-100:], digits.target[-100:]
+        body = {
+            "inputs": [{"name": "input-0", "shape": [100, 64], "datatype": "FP32", "data": rows.flatten().tolist()}]
+        }
+        request = urllib.request.Request(
+            f"{url}/v2/models/digits/infer",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=60) as response:
+            output = json.load(response)["outputs"][0]
+        logits = [output["data"][i * 10 : (i + 1) * 10] for i in range(100)]
+        predicted = [max(range(10), key=row.__getitem__) for row in logits]
+        accuracy = sum(int(p == t) for p, t in zip(predicted, labels, strict=True)) / 100
+        print(f"prediction for the first digit (a {labels[0]}): {predicted[0]}; accuracy on 100 digits: {accuracy:.2f}")
+        if accuracy < 0.8:
+            raise ValueError(f"the served model classified only {accuracy:.0%} of 100 digits right (expected >= 80%)")
+        return {"first_prediction": predicted[0], "first_label": int(labels[0]), "accuracy": accuracy}
+
+    train >> package >> deploy >> smoke_test(deploy.output["url"])

@@ -1,0 +1,136 @@
+"""Training configured from the Airflow UI: press "Trigger DAG", fill in the form, run.
+
+Every field of the trigger form is a ``Param`` with a JSON schema, so Airflow refuses a run whose
+values are out of range *before* anything starts (the form shows the error; ``airflow dags trigger
+--conf`` and the REST API get it back as an error):
+
+- ``kind`` — ``PyTorchJob`` (DDP through MASTER_ADDR/RANK) or ``TFJob`` (the same training driven
+  by ``TF_CONFIG``, as a TensorFlow job would be);
+- ``workers`` (0-4, besides the Master / chief), ``epochs``, ``learning_rate``, ``batch_size``;
+- ``repository`` and ``tag`` of the ModelKit (tag empty = the run's timestamp);
+- ``deploy`` — also roll the model out to the ``digits`` InferenceService.
+
+Tasks: ``job_spec`` builds the job document from the form (numbers stay numbers), a branch runs
+``train_pytorchjob`` or ``train_tfjob``, then ``package`` and, if asked, ``deploy``.
+"""
+
+from __future__ import annotations
+
+from airflow.sdk import DAG, Param, task
+from airflow.sdk.exceptions import AirflowSkipException
+
+from airflow_provider_training.operators import PyTorchJobOperator, TFJobOperator
+from airflow_provider_training.operators.deploy import InferenceServiceOperator
+from airflow_provider_training.operators.modelkit import ModelKitPackAndPushOperator
+
+REGISTRY_CONN = "modelkit_registry_default"
+OUTPUT_CLAIM = "digits-output"
+RUN_DIR = "ui-{{ ts_nodash }}"
+TAG_PATTERN = r"^([A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?$"
+
+with DAG(
+    dag_id="ui_triggered_training",
+    description="Train with the kind, size and hyper-parameters chosen in the trigger form.",
+    schedule=None,
+    catchup=False,
+    tags=["example", "ui", "params"],
+    doc_md=__doc__,
+    params={
+        "kind": Param("PyTorchJob", type="string", enum=["PyTorchJob", "TFJob"], title="Job kind"),
+        "workers": Param(1, type="integer", minimum=0, maximum=4, title="Workers (besides Master/chief)"),
+        "epochs": Param(5, type="integer", minimum=1, maximum=200, title="Epochs"),
+        "learning_rate": Param(0.05, type="number", exclusiveMinimum=0, maximum=1, title="Learning rate"),
+        "batch_size": Param(64, type="integer", minimum=8, maximum=1024, title="Batch size"),
+        "repository": Param(
+            "ml-models/digits-classifier",
+            type="string",
+            pattern=r"^[a-z0-9]+([._-][a-z0-9]+)*/[a-z0-9]+([._-][a-z0-9]+)*$",
+            title="ModelKit repository (<namespace>/<name>)",
+        ),
+        "tag": Param("", type=["null", "string"], pattern=TAG_PATTERN, title="Tag (empty = run timestamp)"),
+        "deploy": Param(False, type="boolean", title="Deploy to the digits InferenceService"),
+        "namespace": Param("default", type="string", title="Kubernetes namespace"),
+    },
+) as dag:
+
+    @task
+    def job_spec(params: dict | None = None, ts_nodash: str | None = None) -> dict:
+        """The training job of the form's values, for either kind."""
+        assert params is not None and ts_nodash is not None
+        script = "code/train.py" if params["kind"] == "PyTorchJob" else "code/tf_config_train.py"
+        container = {
+            "name": "pytorch" if params["kind"] == "PyTorchJob" else "tensorflow",
+            "image": "ccr.ccs.tencentyun.com/ml-models/digits-train:latest",
+            "command": ["python", script],
+            "args": [
+                f"--epochs={params['epochs']}",
+                f"--lr={params['learning_rate']}",
+                f"--batch-size={params['batch_size']}",
+                f"--output=/output/ui-{ts_nodash}",
+            ],
+            "volumeMounts": [{"name": "output", "mountPath": "/output"}],
+        }
+
+        def replicas(n: int) -> dict:
+            return {
+                "replicas": n,
+                "restartPolicy": "OnFailure",
+                "template": {
+                    "spec": {
+                        "containers": [dict(container)],
+                        "volumes": [{"name": "output", "persistentVolumeClaim": {"claimName": OUTPUT_CLAIM}}],
+                    }
+                },
+            }
+
+        name = f"ui-{ts_nodash.lower()}"
+        if params["kind"] == "PyTorchJob":
+            specs = {"Master": replicas(1)} | ({"Worker": replicas(params["workers"])} if params["workers"] else {})
+            return {
+                "apiVersion": "kubeflow.org/v1",
+                "kind": "PyTorchJob",
+                "metadata": {"name": name},
+                "spec": {"pytorchReplicaSpecs": specs},
+            }
+        specs = {"Chief": replicas(1)} | ({"Worker": replicas(params["workers"])} if params["workers"] else {})
+        return {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "TFJob",
+            "metadata": {"name": name},
+            "spec": {"tfReplicaSpecs": specs},
+        }
+
+    @task.branch
+    def choose_kind(params: dict | None = None) -> str:
+        assert params is not None
+        return "train_pytorchjob" if params["kind"] == "PyTorchJob" else "train_tfjob"
+
+    spec = job_spec()
+    pytorch = PyTorchJobOperator(task_id="train_pytorchjob", job=spec, namespace="{{ params.namespace }}")
+    tensorflow = TFJobOperator(task_id="train_tfjob", job=spec, namespace="{{ params.namespace }}")
+
+    package = ModelKitPackAndPushOperator(
+        task_id="package",
+        trigger_rule="none_failed_min_one_success",
+        source=f"pvc://{OUTPUT_CLAIM}/{RUN_DIR}",
+        reference="{{ conn." + REGISTRY_CONN + ".host }}/{{ params.repository }}:{{ params.tag or ts_nodash }}",
+        registry_conn_id=REGISTRY_CONN,
+        namespace="{{ params.namespace }}",
+    )
+
+    @task
+    def deploy_requested(params: dict | None = None) -> None:
+        assert params is not None
+        if not params["deploy"]:
+            raise AirflowSkipException("deploy was not asked for in the trigger form")
+
+    deploy = InferenceServiceOperator(
+        task_id="deploy",
+        name="digits",
+        namespace="{{ params.namespace }}",
+        storage_uri="{{ ti.xcom_pull(task_ids='package', key='reference') }}"
+        "@{{ ti.xcom_pull(task_ids='package', key='digest') }}",
+        registry_conn_id=REGISTRY_CONN,
+    )
+
+    spec >> choose_kind() >> [pytorch, tensorflow] >> package >> deploy_requested() >> deploy

@@ -1,0 +1,423 @@
+"""The batch/v1 Job controller: Kubernetes' own Job controller (``pkg/controller/job``) for the
+common case, with the ttl-after-finished controller folded in.
+
+Non-indexed Jobs only (admission refuses the rest, ``apiserver/batchjobs.py``): up to
+``parallelism`` pods at a time until ``completions`` of them succeed (without ``completions``,
+until one succeeds and none is active); a pod that fails under ``restartPolicy: Never`` stays and a
+new one replaces it after a back-off (10 s doubling, like the kubelet's, configurable with the same
+``AIRFLOW_TRAINING_RESTART_BACKOFF`` / ``…_MAX``); under ``OnFailure`` the kubelet restarts
+containers in place and their restarts count. The Job fails with ``BackoffLimitExceeded`` when
+failed pods exceed ``backoffLimit`` (restarts reach it, for OnFailure) and with ``DeadlineExceeded``
+at ``startTime + activeDeadlineSeconds`` (on a timer); ``suspend`` deletes the active pods. Condition
+types, reasons, messages and events are upstream's word for word, including the interim
+``SuccessCriteriaMet`` / ``FailureTarget`` conditions of Kubernetes ≥ 1.31.
+
+Difference: the counts come from the Job's pods as they exist (no ``batch.kubernetes.io/job-tracking``
+finalizers); a finished pod deleted by hand before the Job ends is no longer counted, and counts never
+go down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import logging
+import os
+import secrets
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from airflow_provider_training.embedded.apiserver.batchjobs import CONTROLLER_UID
+from airflow_provider_training.embedded.controllers.base import ControllerContext
+from airflow_provider_training.embedded.events import record_event
+from airflow_provider_training.embedded.node.runtime import WORKING_DIR_ANNOTATION
+from airflow_provider_training.embedded.resources import BY_KEY, PODS
+from airflow_provider_training.embedded.store import AlreadyExistsError, ConflictError, NotFoundError, Store
+from airflow_provider_training.frameworks.timeutil import format_time, parse_time
+
+log = logging.getLogger(__name__)
+JOBS = BY_KEY["batch/jobs"]
+COMPONENT = "job-controller"
+MANAGED_BY = "kubernetes.io/job-controller"
+NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # the API server's generateName alphabet
+
+COMPLETE, FAILED, SUSPENDED = "Complete", "Failed", "Suspended"
+SUCCESS_CRITERIA_MET, FAILURE_TARGET = "SuccessCriteriaMet", "FailureTarget"
+COMPLETED_MESSAGE = ("CompletionsReached", "Reached expected number of succeeded pods")
+BACKOFF_EXCEEDED = ("BackoffLimitExceeded", "Job has reached the specified backoff limit")
+DEADLINE_EXCEEDED = ("DeadlineExceeded", "Job was active longer than specified deadline")
+TERMINAL_PHASES = ("Succeeded", "Failed")
+Key = tuple[str, str]  # (namespace, name)
+
+
+def pod_backoff() -> tuple[float, float]:
+    """Delay before replacing a failed pod: the first, and the cap (upstream: 10 s and 6 min)."""
+    return (
+        float(os.environ.get("AIRFLOW_TRAINING_RESTART_BACKOFF", "10")),
+        float(os.environ.get("AIRFLOW_TRAINING_RESTART_BACKOFF_MAX", "360")),
+    )
+
+
+def condition_true(status: dict[str, Any], type_: str) -> dict[str, Any] | None:
+    for c in status.get("conditions") or []:
+        if c.get("type") == type_ and c.get("status") == "True":
+            return dict(c)
+    return None
+
+
+def finished_at(status: dict[str, Any]) -> datetime | None:
+    """When the Job finished: its Complete / Failed condition's transition (what the TTL counts from)."""
+    for type_ in (COMPLETE, FAILED):
+        c = condition_true(status, type_)
+        if c is not None and c.get("lastTransitionTime"):
+            return parse_time(c["lastTransitionTime"])
+    return None
+
+
+def set_condition(status: dict[str, Any], type_: str, value: str, reason: str, message: str, now: str) -> None:
+    conditions: list[dict[str, Any]] = status.setdefault("conditions", [])
+    for c in conditions:
+        if c.get("type") == type_:
+            if c.get("status") != value:
+                c["lastTransitionTime"] = now
+            c.update(status=value, reason=reason, message=message, lastProbeTime=now)
+            return
+    conditions.append(
+        {
+            "type": type_,
+            "status": value,
+            "reason": reason,
+            "message": message,
+            "lastProbeTime": now,
+            "lastTransitionTime": now,
+        }
+    )
+
+
+def pod_ready(pod: dict[str, Any]) -> bool:
+    return any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in (pod.get("status") or {}).get("conditions") or []
+    )
+
+
+def restarts(pod: dict[str, Any]) -> int:
+    status = pod.get("status") or {}
+    return sum(
+        int(cs.get("restartCount") or 0)
+        for key in ("initContainerStatuses", "containerStatuses")
+        for cs in status.get(key) or []
+    )
+
+
+class BatchJobController:
+    name = "batch-jobs"
+
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[Key] = asyncio.Queue()
+        self.queued: set[Key] = set()
+        self.timers: dict[Key, asyncio.TimerHandle] = {}
+        self.failures_seen: dict[str, float] = {}  # failed pod uid -> when this controller saw it fail
+        self.backoff = pod_backoff()
+
+    async def run(self, ctx: ControllerContext) -> None:
+        self.store: Store = ctx.store
+        self.ctx = ctx
+        tasks = [asyncio.create_task(self._watch_jobs()), asyncio.create_task(self._watch_pods())]
+        try:
+            while not ctx.stopping.is_set():
+                key = await self.queue.get()
+                self.queued.discard(key)
+                try:
+                    self.reconcile(*key)
+                except ConflictError:
+                    self.enqueue(key)
+                except Exception:
+                    log.exception("reconciling Job %s/%s failed", *key)
+                    self.enqueue_after(key, 1.0)
+        finally:
+            for task in tasks:
+                task.cancel()
+
+    # -- queueing -------------------------------------------------------------------------------
+    def enqueue(self, key: Key) -> None:
+        if key not in self.queued:
+            self.queued.add(key)
+            self.queue.put_nowait(key)
+
+    def enqueue_after(self, key: Key, delay: float) -> None:
+        if key in self.timers:
+            self.timers[key].cancel()
+        self.timers[key] = asyncio.get_running_loop().call_later(max(delay, 0.0), self.enqueue, key)
+
+    async def _watch_jobs(self) -> None:
+        async for event in self.ctx.informer(JOBS.key):
+            key = (event.namespace, event.name)
+            if event.type == "DELETED":
+                if key in self.timers:
+                    self.timers.pop(key).cancel()
+            else:
+                self.enqueue(key)
+
+    async def _watch_pods(self) -> None:
+        async for event in self.ctx.informer(PODS.key):
+            for ref in event.object.get("metadata", {}).get("ownerReferences") or []:
+                if ref.get("controller") and ref.get("kind") == "Job" and ref.get("apiVersion") == "batch/v1":
+                    self.enqueue((event.namespace, ref.get("name", "")))
+            if event.type == "DELETED":
+                self.failures_seen.pop(event.object["metadata"].get("uid", ""), None)
+
+    # -- reconcile ------------------------------------------------------------------------------
+    def reconcile(self, namespace: str, name: str) -> None:
+        job = self.store.get(JOBS.key, namespace, name)
+        if job is None or job["metadata"].get("deletionTimestamp"):
+            return
+        if (job.get("spec") or {}).get("managedBy", MANAGED_BY) != MANAGED_BY:
+            return
+        Sync(self, job).run()
+
+    def owned_pods(self, job: dict[str, Any]) -> list[dict[str, Any]]:
+        uid = job["metadata"]["uid"]
+        selector = ((job.get("spec") or {}).get("selector") or {}).get("matchLabels") or {CONTROLLER_UID: uid}
+        items = self.store.list(PODS.key, job["metadata"]["namespace"], label_equals=list(selector.items())).items
+        return [
+            p
+            for p in items
+            if any(r.get("uid") == uid and r.get("controller") for r in p["metadata"].get("ownerReferences") or [])
+        ]
+
+
+class Sync:
+    """One ``syncJob`` of one Job."""
+
+    def __init__(self, c: BatchJobController, job: dict[str, Any]) -> None:
+        self.c, self.job, self.store = c, job, c.store
+        self.spec: dict[str, Any] = job.get("spec") or {}
+        self.namespace, self.name = job["metadata"]["namespace"], job["metadata"]["name"]
+        self.key: Key = (self.namespace, self.name)
+        self.status: dict[str, Any] = copy.deepcopy(job.get("status") or {})
+        self.before = copy.deepcopy(self.status)
+        self.now = datetime.now(UTC)
+        self.stamp = format_time(self.now)
+        self.events: list[tuple[str, str, str]] = []
+        self.wakeups: list[float] = []  # seconds from now
+
+    def run(self) -> None:
+        if condition_true(self.status, COMPLETE) or condition_true(self.status, FAILED):
+            self.finished()
+            return
+        pods = self.c.owned_pods(self.job)
+        active = [
+            p for p in pods if not p["metadata"].get("deletionTimestamp") and self.phase(p) not in TERMINAL_PHASES
+        ]
+        succeeded = max(int(self.status.get("succeeded") or 0), sum(self.phase(p) == "Succeeded" for p in pods))
+        failed = max(int(self.status.get("failed") or 0), sum(self.phase(p) == "Failed" for p in pods))
+        for p in pods:
+            if self.phase(p) == "Failed":
+                self.c.failures_seen.setdefault(p["metadata"]["uid"], time.monotonic())
+        if self.spec.get("suspend"):
+            active = self.suspend(active)
+        else:
+            self.resume()
+            if self.status.get("startTime") is None:
+                self.status["startTime"] = self.stamp
+            failure = self.failure(active, failed)
+            if failure is not None:
+                self.delete_pods(active)
+                active = []
+                self.fail(*failure)
+            elif self.complete(succeeded, active):
+                self.delete_pods(active)
+                active = []
+            else:
+                active = self.scale(active, succeeded, failed)
+        self.status.update(
+            active=len(active),
+            ready=sum(pod_ready(p) for p in active),
+            succeeded=succeeded,
+            failed=failed,
+            terminating=0,
+            uncountedTerminatedPods={},
+        )
+        for field in ("active", "succeeded", "failed"):  # omitempty upstream
+            if not self.status[field]:
+                del self.status[field]
+        self.save()
+        self.schedule()
+
+    @staticmethod
+    def phase(pod: dict[str, Any]) -> str:
+        return str((pod.get("status") or {}).get("phase") or "Pending")
+
+    # -- the steps ------------------------------------------------------------------------------
+    def finished(self) -> None:
+        ttl = self.spec.get("ttlSecondsAfterFinished")
+        at = finished_at(self.status)
+        if ttl is None or at is None:
+            return
+        remaining = (at + timedelta(seconds=int(ttl)) - self.now).total_seconds()
+        if remaining > 0:
+            self.c.enqueue_after(self.key, remaining + 0.05)
+            return
+        # The ttl-after-finished controller deletes with Foreground propagation: pods first.
+        uid = self.job["metadata"]["uid"]
+        for resource, namespace, name in self.store.dependents(uid):
+            with contextlib.suppress(NotFoundError):
+                self.store.delete(resource, namespace, name)
+        with contextlib.suppress(NotFoundError):
+            self.store.delete(JOBS.key, self.namespace, self.name, uid=uid)
+
+    def suspend(self, active: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        self.delete_pods(active)
+        if condition_true(self.status, SUSPENDED) is None:
+            set_condition(self.status, SUSPENDED, "True", "JobSuspended", "Job suspended", self.stamp)
+            self.events.append(("Normal", "Suspended", "Job suspended"))
+        return []
+
+    def resume(self) -> None:
+        if condition_true(self.status, SUSPENDED) is not None:
+            set_condition(self.status, SUSPENDED, "False", "JobResumed", "Job resumed", self.stamp)
+            self.events.append(("Normal", "Resumed", "Job resumed"))
+            self.status["startTime"] = self.stamp  # upstream restarts the deadline's clock on resume
+
+    def failure(self, active: list[dict[str, Any]], failed: int) -> tuple[str, str] | None:
+        limit = int(self.spec.get("backoffLimit", 6))
+        if failed > limit:
+            return BACKOFF_EXCEEDED
+        if (self.spec.get("template") or {}).get("spec", {}).get("restartPolicy") == "OnFailure":
+            total = sum(restarts(p) for p in active)
+            if (total > 0) if limit == 0 else (total >= limit):
+                return BACKOFF_EXCEEDED
+        deadline = self.spec.get("activeDeadlineSeconds")
+        if deadline is not None and self.status.get("startTime"):
+            remaining = (
+                parse_time(self.status["startTime"]) + timedelta(seconds=int(deadline)) - self.now
+            ).total_seconds()
+            if remaining <= 0:
+                return DEADLINE_EXCEEDED
+            self.wakeups.append(remaining)
+        return None
+
+    def fail(self, reason: str, message: str) -> None:
+        set_condition(self.status, FAILURE_TARGET, "True", reason, message, self.stamp)
+        set_condition(self.status, FAILED, "True", reason, message, self.stamp)
+        self.events.append(("Warning", reason, message))
+        if self.spec.get("ttlSecondsAfterFinished") is not None:
+            self.wakeups.append(float(self.spec["ttlSecondsAfterFinished"]))
+
+    def complete(self, succeeded: int, active: list[dict[str, Any]]) -> bool:
+        completions = self.spec.get("completions")
+        done = succeeded >= completions if completions is not None else succeeded > 0 and not active
+        if not done:
+            return False
+        set_condition(self.status, SUCCESS_CRITERIA_MET, "True", *COMPLETED_MESSAGE, self.stamp)
+        set_condition(self.status, COMPLETE, "True", *COMPLETED_MESSAGE, self.stamp)
+        self.status["completionTime"] = self.stamp
+        self.events.append(("Normal", "Completed", "Job completed"))
+        if self.spec.get("ttlSecondsAfterFinished") is not None:
+            self.wakeups.append(float(self.spec["ttlSecondsAfterFinished"]))
+        return True
+
+    def scale(self, active: list[dict[str, Any]], succeeded: int, failed: int) -> list[dict[str, Any]]:
+        parallelism = int(self.spec.get("parallelism", 1))
+        completions = self.spec.get("completions")
+        if completions is None:
+            wanted = 0 if succeeded > 0 else parallelism
+        else:
+            wanted = max(0, min(parallelism, int(completions) - succeeded))
+        if len(active) > wanted:
+            surplus = sorted(active, key=lambda p: p["metadata"].get("creationTimestamp", ""))[wanted:]
+            self.delete_pods(surplus)
+            return [p for p in active if p not in surplus]
+        missing = wanted - len(active)
+        if missing and failed:
+            wait = self.backoff_remaining(failed)
+            if wait > 0:
+                self.wakeups.append(wait)
+                return active
+        return active + [self.create_pod() for _ in range(missing)]
+
+    def backoff_remaining(self, failed: int) -> float:
+        """Seconds until a failed pod may be replaced: upstream's exponential back-off after the last failure."""
+        initial, cap = self.c.backoff
+        delay = min(initial * 2 ** (failed - 1), cap)
+        last = self.last_failure()
+        return 0.0 if last is None else last + delay - time.monotonic()
+
+    def last_failure(self) -> float | None:
+        uids = {p["metadata"]["uid"] for p in self.c.owned_pods(self.job) if self.phase(p) == "Failed"}
+        seen = [t for uid, t in self.c.failures_seen.items() if uid in uids]
+        return max(seen, default=None)
+
+    # -- pods -----------------------------------------------------------------------------------
+    def create_pod(self) -> dict[str, Any]:
+        template = self.spec.get("template") or {}
+        tmeta = template.get("metadata") or {}
+        meta: dict[str, Any] = {
+            "name": f"{self.name}-{''.join(secrets.choice(NAME_ALPHABET) for _ in range(5))}",
+            "generateName": f"{self.name}-",
+            "namespace": self.namespace,
+            "labels": dict(tmeta.get("labels") or {}),
+            "ownerReferences": [
+                {
+                    "apiVersion": "batch/v1",
+                    "kind": "Job",
+                    "name": self.name,
+                    "uid": self.job["metadata"]["uid"],
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        }
+        annotations = dict(tmeta.get("annotations") or {})
+        workdir = (self.job["metadata"].get("annotations") or {}).get(WORKING_DIR_ANNOTATION)
+        if workdir:
+            annotations.setdefault(WORKING_DIR_ANNOTATION, workdir)
+        if annotations:
+            meta["annotations"] = annotations
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": meta,
+            "spec": copy.deepcopy(template.get("spec") or {}),
+            "status": {"phase": "Pending", "qosClass": "BestEffort"},
+        }
+        for _ in range(5):
+            try:
+                created = self.store.create(PODS.key, pod)
+                break
+            except AlreadyExistsError:
+                meta["name"] = f"{self.name}-{''.join(secrets.choice(NAME_ALPHABET) for _ in range(5))}"
+        else:
+            raise AlreadyExistsError(meta["name"])
+        self.events.append(("Normal", "SuccessfulCreate", f"Created pod: {created['metadata']['name']}"))
+        return created
+
+    def delete_pods(self, pods: list[dict[str, Any]]) -> None:
+        for pod in pods:
+            name = pod["metadata"]["name"]
+            try:
+                self.store.delete(PODS.key, self.namespace, name, uid=pod["metadata"]["uid"])
+            except NotFoundError:
+                continue
+            self.events.append(("Normal", "SuccessfulDelete", f"Deleted pod: {name}"))
+
+    # -- writing back ---------------------------------------------------------------------------
+    def save(self) -> None:
+        obj = self.job
+        if self.status != self.before:
+            current = self.store.get(JOBS.key, self.namespace, self.name)
+            if current is None or current["metadata"]["uid"] != self.job["metadata"]["uid"]:
+                return
+            if current.get("spec") != self.job.get("spec"):
+                raise ConflictError(self.name)  # changed under us (e.g. suspended): sync again
+            current["status"] = self.status
+            obj = self.store.update(JOBS.key, current, check_rv=False)
+        for type_, reason, message in self.events:
+            record_event(self.store, obj, type_, reason, message, COMPONENT)
+
+    def schedule(self) -> None:
+        if self.wakeups:
+            self.c.enqueue_after(self.key, min(self.wakeups) + 0.05)

@@ -1,0 +1,372 @@
+"""The training-job controller: one engine for every kind (``training-operator.md`` §3, §5).
+
+Each reconcile of a job follows the operator's order of operations (§3.1): managedBy, Created,
+finished-job cleanup (cleanPodPolicy, TTL, succeeded folding), suspend / resume, backoffLimit and
+activeDeadlineSeconds, then per replica type the pods and headless Services (failed-pod restarts,
+missing indices created, surplus indices deleted), MPI's ConfigMap and launcher, the replica
+snapshot and the kind's status rules. All kind-specific answers come from ``frameworks``; this
+module only reads and writes the store. Addresses and ports in the injected environment come
+from the node's allocator, so they are the ones the node agent gives the pods.
+
+Differences from the operator's loop: the activeDeadlineSeconds and TTL checks run on a timer
+(``runpolicy.next_wakeup``) rather than only when some other event arrives; ExitCode retries are
+counted (annotation ``training.airflow.apache.org/exit-code-retries``) against backoffLimit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+from airflow_provider_training.embedded.controllers.base import ControllerContext
+from airflow_provider_training.embedded.events import record_event
+from airflow_provider_training.embedded.node.network import LocalAddressing, shared_network
+from airflow_provider_training.embedded.node.runtime import WORKING_DIR_ANNOTATION
+from airflow_provider_training.embedded.resources import BY_KEY, PODS, RESOURCE_TYPES, ResourceType
+from airflow_provider_training.embedded.store import AlreadyExistsError, ConflictError, NotFoundError, Store
+from airflow_provider_training.frameworks import Event, PodState, mpi, objects, plugin, replicas, restarts, runpolicy
+from airflow_provider_training.frameworks import conditions as cond
+from airflow_provider_training.frameworks import labels as lbl
+from airflow_provider_training.frameworks.base import FrameworkPlugin
+from airflow_provider_training.frameworks.pods import FAILED, RUNNING, SUCCEEDED
+from airflow_provider_training.specs import with_defaults
+from airflow_provider_training.specs.common import JobStatus
+from airflow_provider_training.specs.jobs import TrainingJob, job_from_dict
+
+log = logging.getLogger(__name__)
+SERVICES = BY_KEY["core/services"]
+CONFIGMAPS = BY_KEY["core/configmaps"]
+JOB_TYPES = [r for r in RESOURCE_TYPES if r.training_job is not None]
+EXIT_CODE_RETRIES_ANNOTATION = "training.airflow.apache.org/exit-code-retries"
+COMPONENT = "training-operator"
+Key = tuple[str, str, str]  # (resource key, namespace, name)
+
+
+def dump_status(status: JobStatus) -> dict[str, Any]:
+    out: dict[str, Any] = status.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return out
+
+
+class JobController:
+    name = "training-jobs"
+
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[Key] = asyncio.Queue()
+        self.queued: set[Key] = set()
+        self.timers: dict[Key, asyncio.TimerHandle] = {}
+        self.exited: set[tuple[str, int, int]] = set()
+
+    async def run(self, ctx: ControllerContext) -> None:
+        self.ctx = ctx
+        self.store: Store = ctx.store
+        self.addressing = LocalAddressing(shared_network(ctx.home))
+        tasks = [asyncio.create_task(self._watch_jobs(rt)) for rt in JOB_TYPES]
+        tasks.append(asyncio.create_task(self._watch_pods()))
+        try:
+            while not ctx.stopping.is_set():
+                key = await self.queue.get()
+                self.queued.discard(key)
+                try:
+                    self.reconcile(*key)
+                except ConflictError:
+                    self.enqueue(key)
+                except Exception:
+                    log.exception("reconciling %s %s/%s failed", *key)
+                    self.enqueue_after(key, 1.0)
+        finally:
+            for task in tasks:
+                task.cancel()
+
+    # -- queueing -------------------------------------------------------------------------------
+    def enqueue(self, key: Key) -> None:
+        if key not in self.queued:
+            self.queued.add(key)
+            self.queue.put_nowait(key)
+
+    def enqueue_after(self, key: Key, delay: float) -> None:
+        if key in self.timers:
+            self.timers[key].cancel()
+        loop = asyncio.get_running_loop()
+        self.timers[key] = loop.call_later(max(delay, 0.0), self.enqueue, key)
+
+    async def _watch_jobs(self, rt: ResourceType) -> None:
+        async for event in self.ctx.informer(rt.key):
+            if event.type == "DELETED":
+                self._forget(rt, event.object)
+            else:
+                self.enqueue((rt.key, event.namespace, event.name))
+
+    async def _watch_pods(self) -> None:
+        kinds = {rt.kind: rt.key for rt in JOB_TYPES}
+        async for event in self.ctx.informer(PODS.key):
+            for ref in event.object.get("metadata", {}).get("ownerReferences") or []:
+                if ref.get("controller") and ref.get("kind") in kinds:
+                    self.enqueue((kinds[ref["kind"]], event.namespace, ref.get("name", "")))
+
+    def _forget(self, rt: ResourceType, obj: dict[str, Any]) -> None:
+        """A deleted job: its pods go by garbage collection; give back their addresses and ports."""
+        key = (rt.key, obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+        if key in self.timers:
+            self.timers.pop(key).cancel()
+        try:
+            job = with_defaults(job_from_dict(obj))
+        except Exception:
+            return
+        p = plugin(job.kind)
+        for rtype in p.replica_types(job):
+            for i in range(job.replica_specs[rtype].replicas or 0):
+                self.addressing.network.release_pod(job.namespace, p.pod_name(job, rtype, i))
+
+    # -- reconcile ------------------------------------------------------------------------------
+    def reconcile(self, resource: str, namespace: str, name: str) -> None:
+        obj = self.store.get(resource, namespace, name)
+        if obj is None or obj["metadata"].get("deletionTimestamp"):
+            return
+        try:
+            job = with_defaults(job_from_dict(obj))
+        except Exception as exc:  # admitted jobs parse; this guards objects written around the API
+            log.warning("%s %s/%s cannot be read: %s", resource, namespace, name, exc)
+            return
+        p = plugin(job.kind)
+        if runpolicy.is_managed_elsewhere(job):
+            return
+        key: Key = (resource, namespace, name)
+        pass_ = Pass(self, p, job, obj, key)
+        pass_.run()
+
+    # -- store helpers used by a pass -----------------------------------------------------------
+    def job_pods(self, p: FrameworkPlugin, job: TrainingJob) -> list[dict[str, Any]]:
+        return self._owned(PODS.key, p, job)
+
+    def job_services(self, p: FrameworkPlugin, job: TrainingJob) -> list[dict[str, Any]]:
+        return self._owned(SERVICES.key, p, job)
+
+    def _owned(self, resource: str, p: FrameworkPlugin, job: TrainingJob) -> list[dict[str, Any]]:
+        terms = [(lbl.JOB_NAME, job.name.replace("/", "-")), (lbl.OPERATOR_NAME, p.info.operator_name)]
+        items = self.store.list(resource, job.namespace, label_equals=terms).items
+        uid = job.metadata.uid
+        return [
+            o
+            for o in items
+            if any(r.get("uid") == uid and r.get("controller") for r in o["metadata"].get("ownerReferences") or [])
+        ]
+
+    def event(self, obj: dict[str, Any], e: Event) -> None:
+        record_event(self.store, obj, e.type, e.reason, e.message, COMPONENT)
+
+
+class Pass:
+    """One reconcile of one job (§3.1)."""
+
+    def __init__(self, c: JobController, p: FrameworkPlugin, job: TrainingJob, obj: dict[str, Any], key: Key) -> None:
+        self.c, self.p, self.job, self.obj, self.key = c, p, job, obj, key
+        self.store = c.store
+        self.now = datetime.now(UTC)
+        self.status = job.status.model_copy(deep=True) if job.status is not None else JobStatus()
+        self.before = dump_status(self.status)
+        self.events: list[Event] = []
+        self.pods = c.job_pods(p, job)
+        self.states = [PodState.from_pod(pod, p.info.default_container) for pod in self.pods]
+
+    # -- the steps ------------------------------------------------------------------------------
+    def run(self) -> None:
+        kind, name = self.p.info.kind, self.job.name
+        if cond.find(self.status, cond.CREATED) is None:
+            cond.mark_created(self.status, kind, name, self.now)
+        if self.status.finished:
+            self.finished()
+        elif runpolicy.is_suspended(self.job):
+            self.suspended()
+        else:
+            self.active()
+        self.save()
+        wake = runpolicy.next_wakeup(self.job, self.status)
+        if wake is not None:
+            self.c.enqueue_after(self.key, (wake - datetime.now(UTC)).total_seconds() + 0.05)
+
+    def finished(self) -> None:
+        self.delete_pods(runpolicy.pods_to_delete_when_finished(self.job, self.states))
+        if self.status.is_true(cond.SUCCEEDED):
+            replicas.fold_active_into_succeeded(self.status)
+        if runpolicy.ttl_expired(self.job, self.status, self.now):
+            self.delete_job()
+
+    def suspended(self) -> None:
+        self.delete_pods([s.name for s in self.states], all_services=True)
+        t = runpolicy.suspend(self.p, self.job, self.status, self.now)
+        self.status = t.status
+        self.events += t.events
+
+    def active(self) -> None:
+        resumed = runpolicy.resume_if_suspended(self.p, self.job, self.status, self.now)
+        if resumed is not None:
+            self.status = resumed.status
+            self.events += resumed.events
+        retries = int((self.obj["metadata"].get("annotations") or {}).get(EXIT_CODE_RETRIES_ANNOTATION, "0"))
+        failed = runpolicy.check_limits(self.p, self.job, self.status, self.states, self.now, retries)
+        if failed is not None:
+            self.status = failed.status
+            self.events += failed.events
+            self.delete_pods(runpolicy.pods_to_delete_when_finished(self.job, self.states))
+            return
+        self.exited_events()
+        outcome = restarts.handle_failed_pods(self.p, self.job, self.status, self.states, self.now)
+        self.events += [e for e in outcome.events if e.reason != "ExitedWithCode"]
+        self.delete_pods(outcome.delete)
+        if outcome.exit_code_retries:
+            self.count_exit_code_retries(retries + outcome.exit_code_retries)
+        if not self.status.is_true(cond.FAILED):
+            if self.p.info.kind == "MPIJob":
+                self.mpi_pods()
+            else:
+                self.pods_and_services()
+        self.status.replica_statuses = replicas.replica_statuses(self.p, self.job, self.states)
+        update = self.p.update_status(self.job, self.status, self.states, self.now)
+        self.status = update.status
+        self.events += update.events
+        if self.status.finished:
+            self.c.enqueue(self.key)  # the next pass folds counts and applies cleanPodPolicy
+
+    # -- pods -----------------------------------------------------------------------------------
+    def pods_and_services(self) -> None:
+        services = {s["metadata"]["name"]: s for s in self.c.job_services(self.p, self.job)}
+        for rtype in self.p.replica_types(self.job):
+            wanted = self.job.replica_specs[rtype].replicas or 0
+            existing = {s.index for s in self.states if s.replica_type == rtype.lower()}
+            for state in self.states:
+                if state.replica_type == rtype.lower() and state.index is not None and state.index >= wanted:
+                    self.delete_pods([state.name])
+            for index in range(wanted):
+                if index not in existing:
+                    self.create_pod(rtype, index)
+                name = self.p.pod_name(self.job, rtype, index)
+                if name not in services:
+                    service = objects.build_service(self.p, self.job, rtype, index)
+                    if service is not None:
+                        self.create(SERVICES, service, "SuccessfulCreateService", f"Created service: {name}")
+            for sname, service in services.items():
+                idx = (service["metadata"].get("labels") or {}).get(lbl.REPLICA_INDEX)
+                rt = (service["metadata"].get("labels") or {}).get(lbl.REPLICA_TYPE)
+                if rt == rtype.lower() and idx is not None and idx.isdigit() and int(idx) >= wanted:
+                    self.delete(SERVICES, sname, "SuccessfulDeleteService", f"Deleted service: {sname}")
+
+    def mpi_pods(self) -> None:
+        """MPI's own ReconcilePods (§4.3): ConfigMap, workers, then the launcher once."""
+        assert isinstance(self.p, mpi.MPIPlugin)
+        launcher = [s for s in self.states if s.replica_type == mpi.LAUNCHER.lower()]
+        if launcher and launcher[0].phase in (SUCCEEDED, FAILED):
+            return
+        workers = [s for s in self.states if s.replica_type == mpi.WORKER.lower()]
+        running = sorted(s.index for s in workers if s.phase == RUNNING and s.index is not None)
+        config = objects.mpi_config_map(self.p, self.job, running, self.c.addressing)
+        current = self.store.get(CONFIGMAPS.key, self.job.namespace, config["metadata"]["name"])
+        if current is None:
+            self.create(CONFIGMAPS, config, None, "")
+        elif current.get("data") != config["data"]:
+            current["data"] = config["data"]
+            self.store.update(CONFIGMAPS.key, current, check_rv=False)
+        wanted = self.job.replica_specs[mpi.WORKER].replicas or 0 if mpi.WORKER in self.job.replica_specs else 0
+        have = {s.index for s in workers}
+        for state in workers:
+            if state.index is not None and state.index >= wanted:
+                self.delete_pods([state.name])
+        for index in range(wanted):
+            if index not in have:
+                self.create_pod(mpi.WORKER, index)
+        if not launcher:
+            self.create_pod(mpi.LAUNCHER, 0)
+
+    def create_pod(self, rtype: str, index: int) -> None:
+        built = objects.build_pod(self.p, self.job, rtype, index, self.c.addressing)
+        pod = built.pod
+        workdir = self.job.metadata.annotation(WORKING_DIR_ANNOTATION)
+        if workdir:
+            annotations = pod["metadata"].setdefault("annotations", {})
+            annotations.setdefault(WORKING_DIR_ANNOTATION, workdir)
+        self.events += built.events
+        name = pod["metadata"]["name"]
+        self.create(PODS, pod, "SuccessfulCreatePod", f"Created pod: {name}")
+
+    def create(self, rt: ResourceType, obj: dict[str, Any], reason: str | None, message: str) -> None:
+        if rt is PODS:
+            obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
+        try:
+            self.store.create(rt.key, obj)
+        except AlreadyExistsError:
+            return
+        if reason:
+            self.events.append(Event("Normal", reason, message))
+
+    def delete(self, rt: ResourceType, name: str, reason: str, message: str) -> None:
+        try:
+            self.store.delete(rt.key, self.job.namespace, name)
+        except NotFoundError:
+            return
+        self.events.append(Event("Normal", reason, message))
+
+    def delete_pods(self, names: list[str], all_services: bool = False) -> None:
+        for name in names:
+            self.delete(PODS, name, "SuccessfulDeletePod", f"Deleted pod: {name}")
+            if self.p.has_services:
+                self.delete(SERVICES, name, "SuccessfulDeleteService", f"Deleted service: {name}")
+        if all_services and self.p.has_services:
+            for service in self.c.job_services(self.p, self.job):
+                sname = service["metadata"]["name"]
+                self.delete(SERVICES, sname, "SuccessfulDeleteService", f"Deleted service: {sname}")
+
+    def exited_events(self) -> None:
+        """``ExitedWithCode`` once per container exit (upstream repeats it on every reconcile)."""
+        for pod, state in zip(self.pods, self.states, strict=True):
+            if state.exit_code is None:
+                continue
+            key = (pod["metadata"].get("uid", ""), state.exit_code, state.restart_count)
+            if key in self.c.exited:
+                continue
+            self.c.exited.add(key)
+            self.events.append(
+                Event(
+                    "Normal",
+                    "ExitedWithCode",
+                    f"Pod: {self.job.namespace}.{state.name} exited with code {state.exit_code}",
+                )
+            )
+
+    def count_exit_code_retries(self, total: int) -> None:
+        current = self.store.get(self.key[0], self.job.namespace, self.job.name)
+        if current is None:
+            return
+        current["metadata"].setdefault("annotations", {})[EXIT_CODE_RETRIES_ANNOTATION] = str(total)
+        self.obj = self.store.update(self.key[0], current, check_rv=False)
+
+    def delete_job(self) -> None:
+        uid = self.obj["metadata"]["uid"]
+        for resource, namespace, name in self.store.dependents(uid):
+            try:
+                self.store.delete(resource, namespace, name)
+            except NotFoundError:
+                continue
+        with contextlib.suppress(NotFoundError):
+            self.store.delete(self.key[0], self.job.namespace, self.job.name, uid=uid)
+        self.events = []
+        self.obj = {}
+
+    # -- writing back ---------------------------------------------------------------------------
+    def save(self) -> None:
+        if not self.obj:
+            return
+        after = dump_status(self.status)
+        if after != self.before:
+            current = self.store.get(self.key[0], self.job.namespace, self.job.name)
+            if current is None or current["metadata"]["uid"] != self.obj["metadata"]["uid"]:
+                return
+            if current["metadata"]["resourceVersion"] != self.obj["metadata"]["resourceVersion"] and current.get(
+                "spec"
+            ) != self.obj.get("spec"):
+                raise ConflictError(self.job.name)
+            current["status"] = after
+            self.obj = self.store.update(self.key[0], current, check_rv=False)
+        for e in self.events:
+            self.c.event(self.obj, e)

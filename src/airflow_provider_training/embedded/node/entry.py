@@ -1,0 +1,61 @@
+"""Command line of the processes the node agent starts, loaded by file path so that a supervisor
+starts in milliseconds: the package's ``__init__`` modules (which load the API server) are replaced
+by empty package stubs before anything is imported.
+
+    python -I -S entry.py run  <pod-dir>                        # the pod's supervisor
+    python -I -S entry.py zygote                                # forks supervisors (pod dirs on stdin)
+    python -I -S entry.py exec <pod-dir> <container> -- ARGV    # run ARGV "inside" a running pod
+    python -I -S entry.py probe                                 # which mount mechanism works here
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from pathlib import Path
+
+
+def _stub_packages() -> None:
+    node = Path(__file__).resolve().parent
+    for name, path in (
+        ("airflow_provider_training", node.parent.parent),
+        ("airflow_provider_training.embedded", node.parent),
+        ("airflow_provider_training.embedded.node", node),
+    ):
+        if name not in sys.modules:
+            module = types.ModuleType(name)
+            module.__path__ = [str(path)]
+            sys.modules[name] = module
+    root = str(node.parent.parent.parent)
+    if root not in sys.path:
+        sys.path.insert(0, root)
+
+
+def main(argv: list[str]) -> int:
+    _stub_packages()
+    command = argv[0] if argv else ""
+    if command == "run":
+        from airflow_provider_training.embedded.node import supervisor
+
+        return supervisor.main(argv[1])
+    if command == "zygote":
+        from airflow_provider_training.embedded.node import zygote
+
+        return zygote.main()
+    if command == "exec":
+        from airflow_provider_training.embedded.node import podexec
+
+        return podexec.main(argv[1:])
+    if command == "probe":
+        from airflow_provider_training.embedded.node import isolation
+
+        print(isolation.probe())
+        return 0
+    print(
+        f"usage: {Path(__file__).name} run POD_DIR | zygote | exec POD_DIR CONTAINER -- ARGV | probe", file=sys.stderr
+    )
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

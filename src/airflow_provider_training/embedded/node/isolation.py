@@ -1,0 +1,200 @@
+"""How a container's mount paths (``/output``, ``/data``, ``/etc/mpi``) reach host directories.
+
+Two mechanisms, chosen once per node agent (``mode()``):
+
+``namespace`` (Linux, root or unprivileged user namespaces)
+    The container process gets a private mount namespace whose root is a tmpfs holding a bind
+    mount of every top-level entry of the host's ``/``, plus a bind mount of each volume at its
+    mount path; then it ``chroot``s into that root. The host sees none of it (no directory is
+    created on the host), concurrent pods may mount different directories at the same path, and
+    a mount path inside an existing directory (``/etc/mpi``) works: that directory is rebuilt as a
+    tmpfs of bind mounts of its entries, with the new mount point added.
+
+``links`` (portable fallback: macOS, or a kernel that refuses namespaces)
+    A mount path that does not exist on the host is created as a symlink to the volume's
+    directory. What it cannot do: a path that already exists (a real directory) or whose parent
+    is not writable stays unreachable (the pod gets a Warning event), and two pods mounting
+    different directories at the same path collide (the second gets a Warning event). The
+    symlinks stay on the host after the pod ends.
+
+This module uses only the standard library: the supervisor imports it without the package.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import os
+import sys
+from dataclasses import dataclass
+
+NAMESPACE = "namespace"
+LINKS = "links"
+
+_CLONE_NEWNS = 0x00020000
+_CLONE_NEWUSER = 0x10000000
+_MS_RDONLY = 1
+_MS_REMOUNT = 32
+_MS_BIND = 4096
+_MS_REC = 16384
+_MS_PRIVATE = 1 << 18
+_MNT_DETACH = 2
+
+
+@dataclass(frozen=True)
+class Mount:
+    source: str  # host path (directory or file)
+    target: str  # absolute container path
+    read_only: bool = False
+
+    def to_dict(self) -> dict[str, object]:
+        return {"source": self.source, "target": self.target, "readOnly": self.read_only}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, object]) -> Mount:
+        return cls(str(data["source"]), str(data["target"]), bool(data.get("readOnly")))
+
+
+class IsolationError(OSError):
+    pass
+
+
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        errno = ctypes.get_errno()
+        raise IsolationError(errno, f"{what}: {os.strerror(errno)}")
+
+
+def _enc(text: str | None) -> bytes | None:
+    return text.encode() if text is not None else None
+
+
+class _Mounter:
+    def __init__(self) -> None:
+        self.libc = _libc()
+        self.skeletons: set[str] = set()
+
+    def mount(self, source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+        _check(
+            self.libc.mount(_enc(source), _enc(target), _enc(fstype), flags, _enc(data)), f"mount {source} on {target}"
+        )
+
+    def unshare(self) -> None:
+        uid, gid = os.getuid(), os.getgid()
+        if uid == 0:
+            _check(self.libc.unshare(_CLONE_NEWNS), "unshare(CLONE_NEWNS)")
+            return
+        _check(self.libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNS), "unshare(CLONE_NEWUSER|CLONE_NEWNS)")
+        with open("/proc/self/setgroups", "w") as f:
+            f.write("deny")
+        with open("/proc/self/uid_map", "w") as f:
+            f.write(f"{uid} {uid} 1")
+        with open("/proc/self/gid_map", "w") as f:
+            f.write(f"{gid} {gid} 1")
+
+    def populate(self, new_dir: str, real_dir: str) -> None:
+        """Make ``new_dir`` (a fresh tmpfs) show every entry of ``real_dir`` through bind mounts."""
+        self.mount("tmpfs", new_dir, "tmpfs", 0, "mode=755")
+        self.skeletons.add(new_dir)
+        for entry in os.scandir(real_dir):
+            target = os.path.join(new_dir, entry.name)
+            if entry.is_symlink():
+                os.symlink(os.readlink(entry.path), target)
+            elif entry.is_dir(follow_symlinks=False):
+                os.mkdir(target)
+                self.mount(entry.path, target, None, _MS_BIND | _MS_REC)
+            else:
+                open(target, "w").close()
+                with contextlib.suppress(IsolationError):  # sockets and the like
+                    self.mount(entry.path, target, None, _MS_BIND)
+
+    def materialize(self, root: str, path: str, is_dir: bool) -> str:
+        """Create ``path`` inside the new root (not on the host) and return its location there."""
+        parts = [p for p in path.split("/") if p]
+        current, real = root, "/"
+        for i, part in enumerate(parts):
+            last = i == len(parts) - 1
+            nxt = os.path.join(current, part)
+            if os.path.lexists(nxt):
+                current, real = nxt, os.path.join(real, part)
+                continue
+            if current not in self.skeletons:
+                self.populate(current, real)
+            if last and not is_dir:
+                open(nxt, "w").close()
+            else:
+                os.mkdir(nxt)
+            self.skeletons.add(nxt) if not last else None
+            current, real = nxt, os.path.join(real, part)
+        return current
+
+
+def enter(root: str, mounts: list[Mount], workdir: str | None) -> None:
+    """In the calling process (a container about to exec): private mount namespace, chroot to a
+    view of ``/`` with ``mounts`` added, then ``chdir(workdir)`` (created in the view if missing)."""
+    m = _Mounter()
+    m.unshare()
+    m.mount(None, "/", None, _MS_REC | _MS_PRIVATE)
+    m.populate(root, "/")
+    # The recursive bind of the directory holding ``root`` copied the new root into itself.
+    inner = os.path.join(root, root.lstrip("/"))
+    if os.path.isdir(inner):
+        with contextlib.suppress(IsolationError):
+            _check(m.libc.umount2(inner.encode(), _MNT_DETACH), f"umount {inner}")
+    for mount in sorted(mounts, key=lambda x: x.target.count("/")):
+        target = m.materialize(root, mount.target, os.path.isdir(mount.source))
+        m.mount(mount.source, target, None, _MS_BIND | _MS_REC)
+        if mount.read_only:
+            with contextlib.suppress(IsolationError):
+                m.mount(None, target, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY)
+    if workdir and not os.path.lexists(os.path.join(root, workdir.lstrip("/"))):
+        m.materialize(root, workdir, True)
+    os.chroot(root)
+    os.chdir(workdir or "/")
+
+
+def link(mounts: list[Mount]) -> list[str]:
+    """The fallback: symlink each missing mount path to its source. Returns the problems found."""
+    problems = []
+    for mount in mounts:
+        target = mount.target
+        if os.path.islink(target):
+            if os.path.realpath(target) != os.path.realpath(mount.source):
+                problems.append(
+                    f"{target} already links to {os.readlink(target)} (another pod's volume); "
+                    f"this pod's volume is at {mount.source}"
+                )
+            continue
+        if os.path.exists(target):
+            problems.append(f"{target} exists on the host, so the volume at {mount.source} cannot be linked there")
+            continue
+        try:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            os.symlink(mount.source, target)
+        except OSError as exc:
+            problems.append(f"cannot link {target} to {mount.source}: {exc.strerror}")
+    return problems
+
+
+def probe() -> str:
+    """NAMESPACE when a child process can build a private view here, else LINKS."""
+    if not sys.platform.startswith("linux"):
+        return LINKS
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child
+        code = 1
+        try:
+            m = _Mounter()
+            m.unshare()
+            m.mount(None, "/", None, _MS_REC | _MS_PRIVATE)
+            m.mount("tmpfs", "/tmp", "tmpfs", 0, "mode=755")  # only in this child's namespace
+            code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return NAMESPACE if os.waitstatus_to_exitcode(status) == 0 else LINKS

@@ -1,0 +1,128 @@
+"""Addresses and ports of the embedded node: one loopback address per pod, ports allocated so that
+concurrent jobs never collide, and an :class:`Addressing` that renders them into the environment
+the frameworks inject (MASTER_ADDR, TF_CONFIG, hostfiles, rendezvous endpoints).
+
+Every pod gets its own address in 127.0.0.0/8 (``127.1.0.1``, ``127.1.0.2``…), used wherever the
+operator would use ``{job}-{type}-{i}``. Where 127/8 is not routable beyond 127.0.0.1 (macOS), every
+pod gets 127.0.0.1 and only the allocated ports keep replicas apart. Ports declared on a container
+(``pytorchjob-port: 23456``, TF's 2222) are replaced by free ports chosen per replica, the same
+value everywhere it appears. Allocations are kept in ``node/network.json`` so a restarted daemon
+gives recreated pods the addresses their peers were told.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import json
+import os
+import socket
+import threading
+from pathlib import Path
+
+from airflow_provider_training.embedded.paths import Home
+from airflow_provider_training.frameworks.addressing import ReplicaRef
+
+FIRST_POD_ADDRESS = ipaddress.IPv4Address("127.1.0.1")
+LOCALHOST = "127.0.0.1"
+
+
+def loopback_routable() -> bool:
+    """Whether this host accepts addresses of 127/8 other than 127.0.0.1 (Linux yes, macOS no)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((str(FIRST_POD_ADDRESS), 0))
+        except OSError:
+            return False
+    return True
+
+
+def free_port(host: str = LOCALHOST) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+class Network:
+    """Thread-safe allocator, persisted as JSON after each change."""
+
+    def __init__(self, path: Path, routable: bool | None = None) -> None:
+        self.path = path
+        self.routable = loopback_routable() if routable is None else routable
+        self._lock = threading.Lock()
+        self.hosts: dict[str, str] = {}
+        self.ports: dict[str, int] = {}
+        with contextlib.suppress(OSError, ValueError):
+            data = json.loads(path.read_text())
+            self.hosts = {str(k): str(v) for k, v in data.get("hosts", {}).items()}
+            self.ports = {str(k): int(v) for k, v in data.get("ports", {}).items()}
+
+    def _save(self) -> None:
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"hosts": self.hosts, "ports": self.ports}))
+        os.replace(tmp, self.path)
+
+    def pod_address(self, namespace: str, pod: str) -> str:
+        if not self.routable:
+            return LOCALHOST
+        key = f"{namespace}/{pod}"
+        with self._lock:
+            if key in self.hosts:
+                return self.hosts[key]
+            used = set(self.hosts.values())
+            candidate = FIRST_POD_ADDRESS
+            while str(candidate) in used or int(candidate) % 256 in (0, 255):
+                candidate += 1
+            self.hosts[key] = str(candidate)
+            self._save()
+            return str(candidate)
+
+    def port(self, namespace: str, pod: str, name: str) -> int:
+        key = f"{namespace}/{pod}/{name}"
+        with self._lock:
+            if key in self.ports:
+                return self.ports[key]
+            used = set(self.ports.values())
+            port = free_port()
+            while port in used:
+                port = free_port()
+            self.ports[key] = port
+            self._save()
+            return port
+
+    def release_pod(self, namespace: str, pod: str) -> None:
+        """Forget a pod's address and ports (its job is gone)."""
+        with self._lock:
+            self.hosts.pop(f"{namespace}/{pod}", None)
+            prefix = f"{namespace}/{pod}/"
+            for key in [k for k in self.ports if k.startswith(prefix)]:
+                del self.ports[key]
+            self._save()
+
+
+class LocalAddressing:
+    """The frameworks' :class:`Addressing` for this node."""
+
+    def __init__(self, network: Network) -> None:
+        self.network = network
+
+    def host(self, replica: ReplicaRef) -> str:
+        return self.network.pod_address(replica.namespace, replica.pod_name)
+
+    def service_host(self, replica: ReplicaRef) -> str:
+        return self.host(replica)
+
+    def port(self, replica: ReplicaRef, port_name: str, declared: int) -> int:
+        return self.network.port(replica.namespace, replica.pod_name, port_name)
+
+
+_SHARED: dict[Path, Network] = {}
+
+
+def shared_network(home: Home) -> Network:
+    """The one allocator of a data directory, shared by the job controller and the node agent."""
+    key = home.root
+    if key not in _SHARED:
+        (home.root / "node").mkdir(parents=True, exist_ok=True)
+        _SHARED[key] = Network(home.root / "node" / "network.json")
+    return _SHARED[key]

@@ -1,0 +1,77 @@
+"""``kubectl exec`` for the processes of the embedded node: what MPI's ``kubexec.sh`` calls.
+
+The MPIJob launcher's ``/opt/kube/kubectl`` is a small script the node agent delivers in place of
+the ``kubectl-delivery`` init container; it runs ``entry.py exec NODE_DIR NAMESPACE exec POD
+[--container C] -- ARGV``. ``POD`` is what the hostfile says: a pod name, or the pod's loopback
+address. ARGV then runs with the target container's environment, working directory and mounts,
+as the same command would inside that pod (it is not a child of the pod's supervisor, as an exec'd
+process is not a child of the container's init either). Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from airflow_provider_training.embedded.node import isolation
+
+SPEC = "spec.json"
+
+
+def find_pod(node_dir: Path, namespace: str, pod: str) -> tuple[Path, dict[str, Any]] | None:
+    for spec_path in (node_dir / "pods").glob(f"*/{SPEC}"):
+        try:
+            spec = json.loads(spec_path.read_text())
+        except (OSError, ValueError):
+            continue
+        ours = spec.get("namespace") == namespace and pod in (spec.get("pod"), spec.get("podIP"))
+        if ours and not (spec_path.parent / "deleted").exists():
+            return spec_path.parent, spec
+    return None
+
+
+def main(argv: list[str]) -> int:
+    # argv: NODE_DIR NAMESPACE exec POD [--container C | -c C | -i | -t | -it] -- ARGV...
+    if len(argv) < 4 or argv[2] != "exec":
+        print("usage: kubectl exec POD [--container NAME] -- COMMAND [ARGS...]", file=sys.stderr)
+        return 2
+    node_dir, namespace, pod = Path(argv[0]), argv[1], argv[3]
+    rest = argv[4:]
+    container: str | None = None
+    while rest and rest[0] != "--":
+        flag = rest.pop(0)
+        if flag in ("--container", "-c") and rest:
+            container = rest.pop(0)
+        elif flag.startswith("--container="):
+            container = flag.split("=", 1)[1]
+    command = rest[1:] if rest else []
+    if not command:
+        print("error: you must specify at least one command for the container", file=sys.stderr)
+        return 2
+    found = find_pod(node_dir, namespace, pod)
+    if found is None:
+        print(f'Error from server (NotFound): pods "{pod}" not found', file=sys.stderr)
+        return 1
+    pod_dir, spec = found
+    containers = spec.get("containers") or []
+    chosen = next((c for c in containers if container in (None, c["name"])), None)
+    if chosen is None:
+        print(f"error: container {container} not found in pod {pod}", file=sys.stderr)
+        return 1
+    env = dict(chosen.get("env") or {})
+    mounts = [isolation.Mount.from_dict(m) for m in chosen.get("mounts") or []]
+    workdir = chosen.get("workdir")
+    if spec.get("isolation") == isolation.NAMESPACE:
+        rootfs = pod_dir / f"exec-{os.getpid()}"
+        rootfs.mkdir(exist_ok=True)
+        isolation.enter(str(rootfs), mounts, workdir)
+    elif workdir:
+        os.chdir(workdir)
+    try:
+        os.execvpe(command[0], command, env)
+    except OSError as exc:
+        print(f"exec {command[0]}: {exc.strerror}", file=sys.stderr)
+        return 126 if exc.errno != 2 else 127

@@ -1,0 +1,412 @@
+"""A Pod object -> what its supervisor runs (``spec.json``): argv, environment, working directory,
+mounts and limits per container, resolved the way the kubelet resolves them.
+
+Environment (``training-operator.md`` §7): the image's environment (``runtime``), then ``envFrom``
+keys, then ``env`` in order with ``$(VAR)`` expansion of literal values against what came before;
+``valueFrom`` (fieldRef, resourceFieldRef, configMapKeyRef, secretKeyRef) resolved, not expanded;
+then ``command`` + ``args`` expanded against the final environment. A missing ConfigMap, Secret or
+key that is not ``optional`` stops the container from being created, as on a cluster
+(``CreateContainerConfigError`` / ``FailedMount``), and the pod waits until it appears.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from airflow_provider_training.embedded import volumes as claims
+from airflow_provider_training.embedded.node import isolation
+from airflow_provider_training.embedded.node.runtime import Runtime
+from airflow_provider_training.embedded.paths import Home
+from airflow_provider_training.embedded.store import Store
+from airflow_provider_training.frameworks import expand_command, mpi, pytorch, resolve_env
+
+NODE_NAME = "embedded"
+GPU = "nvidia.com/gpu"
+_ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
+_SUFFIXES: dict[str, int | Decimal] = {
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "Pi": 2**50,
+    "Ei": 2**60,
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
+    "m": Decimal("1e-3"),
+    "k": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "P": 10**15,
+    "E": 10**18,
+}
+# Built-in init containers of the operator that mean nothing on one machine: init-pytorch waits for
+# the master's DNS name (a loopback address resolves at once); kubectl-delivery copies kubectl for
+# MPI, which the node agent delivers itself (``podexec``).
+BUILTIN_INIT = {pytorch.INIT_CONTAINER_NAME, mpi.KUBECTL_DELIVERY_NAME}
+# OpenMPI as root in a sandbox, reaching "remote" pods over loopback only; without the pins ORTE
+# sometimes picks another interface and its daemons fail to call back.
+MPI_ENV = {
+    "OMPI_ALLOW_RUN_AS_ROOT": "1",
+    "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+    "OMPI_MCA_oob_tcp_if_include": "lo",
+    "OMPI_MCA_btl_tcp_if_include": "lo",
+    "OMPI_MCA_btl": "self,tcp",
+    "OMPI_MCA_plm_rsh_no_tree_spawn": "1",
+    "OMPI_MCA_orte_keep_fqdn_hostnames": "1",
+}
+
+
+class PodConfigError(Exception):
+    """The pod cannot start yet; ``reason`` is the kubelet's (CreateContainerConfigError, FailedMount…)."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+_QUANTITY = re.compile(r"([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?")
+
+
+def parse_quantity(value: Any) -> Decimal:
+    """A Kubernetes quantity (``2``, ``500m``, ``4Gi``, ``1e3``) as a number."""
+    match = _QUANTITY.fullmatch(str(value).strip())
+    if match is None:
+        raise ValueError(f"{value!r} is not a Kubernetes quantity (e.g. 2, 500m, 4Gi)")
+    number, suffix = match.groups()
+    return Decimal(number) * Decimal(_SUFFIXES[suffix]) if suffix else Decimal(number)
+
+
+def resources(container: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    res = container.get("resources") or {}
+    limits = res.get("limits") or {}
+    requests = dict(res.get("requests") or {})
+    for key, value in limits.items():
+        requests.setdefault(key, value)  # a limit without a request requests the same
+    return requests, limits
+
+
+def gpus_requested(pod: dict[str, Any]) -> int:
+    total = 0
+    for c in pod.get("spec", {}).get("containers") or []:
+        requests, _ = resources(c)
+        if GPU in requests:
+            total += int(parse_quantity(requests[GPU]))
+    return total
+
+
+@dataclass
+class Context:
+    store: Store
+    home: Home
+    runtime: Runtime
+    node_dir: Path
+    isolation: str
+    pod_ip: str
+
+
+def _lookup(ctx: Context, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+    return ctx.store.get(f"core/{kind}s", namespace, name)
+
+
+def _data(obj: dict[str, Any], kind: str) -> dict[str, str]:
+    if kind == "secret":
+        out = {k: base64.b64decode(v).decode("utf-8", "replace") for k, v in (obj.get("data") or {}).items()}
+        out.update(obj.get("stringData") or {})
+        return out
+    return {str(k): str(v) for k, v in (obj.get("data") or {}).items()}
+
+
+def _field(pod: dict[str, Any], path: str, pod_ip: str) -> str:
+    meta = pod.get("metadata", {})
+    simple = {
+        "metadata.name": meta.get("name", ""),
+        "metadata.namespace": meta.get("namespace", ""),
+        "metadata.uid": meta.get("uid", ""),
+        "spec.nodeName": NODE_NAME,
+        "spec.serviceAccountName": pod.get("spec", {}).get("serviceAccountName") or "default",
+        "status.podIP": pod_ip,
+        "status.podIPs": pod_ip,
+        "status.hostIP": "127.0.0.1",
+        "status.hostIPs": "127.0.0.1",
+    }
+    if path in simple:
+        return str(simple[path])
+    match = re.match(r"^metadata\.(labels|annotations)\['(.+)'\]$", path)
+    if match:
+        return str((meta.get(match.group(1)) or {}).get(match.group(2), ""))
+    raise PodConfigError("CreateContainerConfigError", f"unsupported fieldRef fieldPath {path!r}")
+
+
+def _resource_field(container: dict[str, Any], ref: dict[str, Any]) -> str:
+    requests, limits = resources(container)
+    kind, _, name = str(ref.get("resource", "")).partition(".")
+    table = limits if kind == "limits" else requests
+    if name not in table:
+        if name == "cpu":
+            return str(os.cpu_count() or 1) if kind == "limits" else "0"
+        if name == "memory" and kind == "limits":
+            return str(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+        return "0"
+    divisor = parse_quantity(ref.get("divisor") or 1)
+    return str(math.ceil(parse_quantity(table[name]) / divisor))
+
+
+def _key_ref(ctx: Context, namespace: str, ref: dict[str, Any], kind: str) -> str | None:
+    name, key = ref.get("name", ""), ref.get("key", "")
+    obj = _lookup(ctx, kind, namespace, name)
+    if obj is None:
+        if ref.get("optional"):
+            return None
+        raise PodConfigError("CreateContainerConfigError", f'{kind} "{name}" not found')
+    data = _data(obj, kind)
+    if key not in data:
+        if ref.get("optional"):
+            return None
+        raise PodConfigError(
+            "CreateContainerConfigError", f"couldn't find key {key} in {kind.capitalize()} {namespace}/{name}"
+        )
+    return data[key]
+
+
+def environment(ctx: Context, pod: dict[str, Any], container: dict[str, Any]) -> dict[str, str]:
+    namespace = pod["metadata"]["namespace"]
+    base: dict[str, str] = {}
+    for source in container.get("envFrom") or []:
+        prefix = source.get("prefix") or ""
+        for kind, field_name in (("configmap", "configMapRef"), ("secret", "secretRef")):
+            ref = source.get(field_name)
+            if ref is None:
+                continue
+            obj = _lookup(ctx, kind, namespace, ref.get("name", ""))
+            if obj is None:
+                if ref.get("optional"):
+                    continue
+                raise PodConfigError("CreateContainerConfigError", f'{kind} "{ref.get("name")}" not found')
+            for key, text in _data(obj, kind).items():
+                if _ENV_NAME.match(prefix + key):
+                    base[prefix + key] = text
+    entries: list[tuple[str, str | None, bool]] = []
+    for var in container.get("env") or []:
+        source = var.get("valueFrom")
+        if source is None:
+            entries.append((var["name"], var.get("value"), True))
+            continue
+        value: str | None
+        if "fieldRef" in source:
+            value = _field(pod, source["fieldRef"].get("fieldPath", ""), ctx.pod_ip)
+        elif "resourceFieldRef" in source:
+            value = _resource_field(container, source["resourceFieldRef"])
+        elif "configMapKeyRef" in source:
+            value = _key_ref(ctx, namespace, source["configMapKeyRef"], "configmap")
+        elif "secretKeyRef" in source:
+            value = _key_ref(ctx, namespace, source["secretKeyRef"], "secret")
+        else:
+            raise PodConfigError("CreateContainerConfigError", f"env {var['name']}: unsupported valueFrom {source}")
+        if value is not None:
+            entries.append((var["name"], value, False))
+    return resolve_env(base, entries)
+
+
+# -- volumes ---------------------------------------------------------------------------------
+def _write_items(directory: Path, data: dict[str, str], spec: dict[str, Any]) -> None:
+    """Write a configMap / secret volume's files into ``directory`` in place: the directory itself is
+    kept (a running container's view binds it), each file is replaced atomically, and files of keys
+    no longer chosen are removed. Used at pod start and when the object changes while the pod runs."""
+    directory.mkdir(parents=True, exist_ok=True)
+    default_mode = int(spec.get("defaultMode", 0o644))
+    items = spec.get("items")
+    chosen = (
+        [(i["key"], i.get("path", i["key"]), int(i.get("mode", default_mode))) for i in items]
+        if items
+        else [(k, k, default_mode) for k in data]
+    )
+    wanted: set[Path] = set()
+    for key, rel, mode in chosen:
+        if key not in data:
+            continue
+        path = directory / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(data[key])
+        tmp.chmod(mode)
+        os.replace(tmp, path)
+        wanted.update([path, *path.parents])
+    for entry in sorted(directory.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+        if entry not in wanted:
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+
+
+def refresh_config_volumes(ctx: Context, pod: dict[str, Any], pod_dir: Path, kind: str, name: str) -> list[str]:
+    """Rewrite the pod's volumes that show ConfigMap / Secret ``name`` (``kind`` "configmap" or
+    "secret") from its current data, as the kubelet's periodic sync does. Returns the volumes updated."""
+    updated = []
+    for volume in pod.get("spec", {}).get("volumes") or []:
+        spec = volume.get("configMap") if kind == "configmap" else volume.get("secret")
+        if spec is None or (spec.get("name") or spec.get("secretName")) != name:
+            continue
+        local = pod_dir / "volumes" / volume["name"]
+        if not local.is_dir():
+            continue
+        obj = _lookup(ctx, kind, pod["metadata"]["namespace"], name)
+        _write_items(local, _data(obj, kind) if obj else {}, spec)
+        updated.append(volume["name"])
+    return updated
+
+
+def volume_dirs(ctx: Context, pod: dict[str, Any], pod_dir: Path) -> dict[str, Path]:
+    namespace = pod["metadata"]["namespace"]
+    out: dict[str, Path] = {}
+    for volume in pod.get("spec", {}).get("volumes") or []:
+        name = volume["name"]
+        local = pod_dir / "volumes" / name
+        if "persistentVolumeClaim" in volume:
+            claims.ensure_claims(ctx.store, ctx.home, {"metadata": pod["metadata"], "spec": {"volumes": [volume]}})
+            path = ctx.home.claim_dir(namespace, volume["persistentVolumeClaim"]["claimName"])
+            path.mkdir(parents=True, exist_ok=True)
+            out[name] = path
+        elif "emptyDir" in volume:
+            local.mkdir(parents=True, exist_ok=True)
+            out[name] = local
+        elif "hostPath" in volume:
+            spec = volume["hostPath"]
+            path = Path(spec["path"])
+            kind = spec.get("type") or ""
+            if kind == "DirectoryOrCreate":
+                path.mkdir(parents=True, exist_ok=True)
+            elif kind == "FileOrCreate" and not path.exists():
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.touch()
+            elif kind in ("Directory", "File") and not path.exists():
+                raise PodConfigError(
+                    "FailedMount",
+                    f'MountVolume.SetUp failed for volume "{name}" : hostPath type check failed: '
+                    f"{path} is not a {kind.lower()}",
+                )
+            out[name] = path
+        elif "configMap" in volume or "secret" in volume:
+            kind = "configmap" if "configMap" in volume else "secret"
+            spec = volume.get("configMap") or volume.get("secret") or {}
+            obj_name = spec.get("name") or spec.get("secretName") or ""
+            obj = _lookup(ctx, kind, namespace, obj_name)
+            if obj is None and not spec.get("optional"):
+                raise PodConfigError(
+                    "FailedMount", f'MountVolume.SetUp failed for volume "{name}" : {kind} "{obj_name}" not found'
+                )
+            _write_items(local, _data(obj, kind) if obj else {}, spec)
+            out[name] = local
+        else:
+            raise PodConfigError(
+                "FailedMount",
+                f'volume "{name}": only persistentVolumeClaim, emptyDir, hostPath, configMap and secret volumes '
+                "are supported by the embedded control plane",
+            )
+    return out
+
+
+def mounts(container: dict[str, Any], dirs: dict[str, Path], read_only: set[str]) -> list[isolation.Mount]:
+    out = []
+    for mount in container.get("volumeMounts") or []:
+        name = mount["name"]
+        if name not in dirs:
+            raise PodConfigError("FailedMount", f'volumeMount "{name}" does not name a volume of the pod')
+        source = dirs[name] / mount["subPath"] if mount.get("subPath") else dirs[name]
+        if mount.get("subPath") and not source.exists():
+            source.mkdir(parents=True)
+        out.append(isolation.Mount(str(source), mount["mountPath"], bool(mount.get("readOnly")) or name in read_only))
+    return out
+
+
+# -- the whole pod ---------------------------------------------------------------------------
+def build(
+    ctx: Context,
+    pod: dict[str, Any],
+    pod_dir: Path,
+    gpu_ids: list[str],
+    node_has_gpus: bool,
+) -> dict[str, Any]:
+    meta, spec = pod["metadata"], pod.get("spec") or {}
+    dirs = volume_dirs(ctx, pod, pod_dir)
+    read_only = {v["name"] for v in spec.get("volumes") or [] if "configMap" in v or "secret" in v}
+    is_mpi = (meta.get("labels") or {}).get("training.kubeflow.org/operator-name") == "mpijob-controller"
+    if is_mpi and mpi.KUBECTL_VOLUME in dirs:
+        deliver_kubectl(dirs[mpi.KUBECTL_VOLUME], ctx.node_dir, meta["namespace"])
+    gpu_left = list(gpu_ids)
+
+    def container_spec(container: dict[str, Any], init: bool) -> dict[str, Any]:
+        name = container["name"]
+        profile = ctx.runtime.profile(container.get("image"))
+        env = profile.environment(ctx.runtime.base_path)
+        env["HOSTNAME"] = meta["name"]
+        if is_mpi:
+            env.update(MPI_ENV)
+        env.update(environment(ctx, pod, container))
+        requests, limits = resources(container)
+        if not init and GPU in requests:
+            n = int(parse_quantity(requests[GPU]))
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(gpu_left[:n])
+            del gpu_left[:n]
+        elif node_has_gpus and "CUDA_VISIBLE_DEVICES" not in env:
+            env["CUDA_VISIBLE_DEVICES"] = ""
+        if init and name in BUILTIN_INIT:
+            argv = ["true"]
+        else:
+            argv = expand_command(container.get("command"), env) + expand_command(container.get("args"), env)
+        if not argv:
+            raise PodConfigError(
+                "CreateContainerConfigError",
+                f"container {name} has no command: the embedded control plane runs no image entrypoints, "
+                "so set command (and args)",
+            )
+        memory_limit = int(parse_quantity(limits["memory"])) if "memory" in limits else None
+        rootfs = pod_dir / f"rootfs-{name}"
+        rootfs.mkdir(parents=True, exist_ok=True)
+        return {
+            "name": name,
+            "image": container.get("image", ""),
+            "argv": argv,
+            "env": env,
+            "workdir": ctx.runtime.working_dir(container, pod),
+            "mounts": [m.to_dict() for m in mounts(container, dirs, read_only)],
+            "memoryLimit": memory_limit,
+            "rootfs": str(rootfs),
+        }
+
+    return {
+        "namespace": meta["namespace"],
+        "pod": meta["name"],
+        "uid": meta["uid"],
+        "podIP": ctx.pod_ip,
+        "isolation": ctx.isolation,
+        "initContainers": [container_spec(c, True) for c in spec.get("initContainers") or []],
+        "containers": [container_spec(c, False) for c in spec.get("containers") or []],
+        "restartPolicy": spec.get("restartPolicy") or "Always",
+        "gracePeriod": float(spec.get("terminationGracePeriodSeconds", 30)),
+    }
+
+
+def deliver_kubectl(directory: Path, node_dir: Path, namespace: str) -> None:
+    """What ``kubectl-delivery`` does for an MPIJob launcher: a ``kubectl`` whose ``exec`` reaches
+    the worker pods of this node (``podexec``)."""
+    import sys
+
+    entry = Path(__file__).with_name("entry.py")
+    script = (
+        "#!/bin/sh\n# kubectl exec for the embedded node (delivered by the node agent)\n"
+        f'exec "{sys.executable}" -I -S "{entry}" exec "{node_dir}" "{namespace}" "$@"\n'
+    )
+    target = directory / "kubectl"
+    target.write_text(script)
+    target.chmod(0o755)

@@ -1,0 +1,393 @@
+"""The per-pod supervisor: runs a pod's containers as local processes and records what the kubelet
+would (``state.json``), surviving a crash of the daemon that started it.
+
+One supervisor process per pod, in its own session, started by the node agent with the pod's
+``spec.json`` (argv, environment, working directory, mounts, limits, restart policy already
+resolved). It runs the init containers in order, then the containers together; restarts them in
+place for ``Always`` / ``OnFailure`` with the kubelet's back-off (10 s doubling to 5 min unless the
+spec says otherwise); writes each start's output to ``logs/<ns>/<pod>/<container>/<restart>.log``;
+reports a death by signal S as exit code 128+S, and a memory-limit kill as ``OOMKilled`` (137).
+After every change it rewrites ``state.json`` atomically and pings the agent's socket. It holds
+``supervisor.lock`` for its whole life, so the agent can tell a live supervisor from a dead one
+after its own restart. SIGTERM (the pod was deleted) stops the containers (SIGTERM, then SIGKILL
+after the grace period) and ends the supervisor.
+
+Standard library only, and no import of the package's ``__init__`` (see ``entry.py``): it starts
+once per pod, so its start-up time is part of every job's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from airflow_provider_training.embedded import podlogs
+from airflow_provider_training.embedded.node import isolation, memory
+
+SPEC = "spec.json"
+STATE = "state.json"
+LOCK = "supervisor.lock"
+
+PENDING, RUNNING, SUCCEEDED, FAILED = "Pending", "Running", "Succeeded", "Failed"
+
+
+def now_rfc3339() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def exit_code_of(status: int) -> int:
+    """``waitpid`` status to the exit code a container runtime reports (signal S -> 128+S)."""
+    code = os.waitstatus_to_exitcode(status)
+    return 128 - code if code < 0 else code
+
+
+@dataclass
+class Container:
+    spec: dict[str, Any]
+    init: bool
+    restart_count: int = 0
+    crashes: int = 0  # consecutive failed runs, for the back-off
+    state: dict[str, Any] = field(default_factory=lambda: {"waiting": {"reason": "ContainerCreating"}})
+    last_state: dict[str, Any] = field(default_factory=dict)
+    process: subprocess.Popen[bytes] | None = None
+    started_mono: float = 0.0
+    restart_at: float | None = None
+    done: bool = False  # terminated and not to be restarted
+    started_once: bool = False
+    oom: bool = False
+    limiter: memory.Limiter | None = None
+    fd: int = -1  # the read end of this start's output pipe
+
+    @property
+    def name(self) -> str:
+        return str(self.spec["name"])
+
+    def status(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "name": self.name,
+            "image": self.spec.get("image", ""),
+            "imageID": "",
+            "restartCount": self.restart_count,
+            "ready": "running" in self.state,
+            "started": "running" in self.state,
+            "state": self.state,
+            "lastState": self.last_state,
+        }
+        if self.process is not None and "running" in self.state:
+            out["containerID"] = f"process://{self.process.pid}"
+        return out
+
+
+class Supervisor:
+    def __init__(self, pod_dir: Path) -> None:
+        self.dir = pod_dir
+        self.spec: dict[str, Any] = json.loads((pod_dir / SPEC).read_text())
+        self.inits = [Container(c, True) for c in self.spec.get("initContainers") or []]
+        self.mains = [Container(c, False) for c in self.spec.get("containers") or []]
+        backoff = self.spec.get("backoff") or {}
+        self.backoff_initial = float(backoff.get("initial", 10.0))
+        self.backoff_max = float(backoff.get("max", 300.0))
+        self.backoff_reset = float(backoff.get("reset", 600.0))
+        self.policy = str(self.spec.get("restartPolicy") or "Always")
+        self.grace = float(self.spec.get("gracePeriod", 30.0))
+        self.selector = selectors.DefaultSelector()
+        self.writers: dict[int, podlogs.LogWriter] = {}
+        self.pipes: dict[int, Any] = {}
+        self.phase = PENDING
+        self.reason: str | None = None
+        self.message: str | None = None
+        self.terminating = False
+        self.init_index = 0
+        self.started_at = now_rfc3339()
+        self.notify_path = self.spec.get("notify")
+        self.notifier = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.notifier.setblocking(False)
+
+    # -- state ------------------------------------------------------------------------------
+    def write_state(self, done: bool = False) -> None:
+        state = {
+            "supervisor": os.getpid(),
+            "startTime": self.started_at,
+            "phase": self.phase,
+            "reason": self.reason,
+            "message": self.message,
+            "initContainerStatuses": [c.status() for c in self.inits],
+            "containerStatuses": [c.status() for c in self.mains],
+            "done": done,
+        }
+        tmp = self.dir / (STATE + ".tmp")
+        tmp.write_text(json.dumps(state))
+        os.replace(tmp, self.dir / STATE)
+        if self.notify_path:
+            with contextlib.suppress(OSError):
+                self.notifier.sendto(str(self.spec["uid"]).encode(), self.notify_path)
+
+    # -- containers -------------------------------------------------------------------------
+    def start(self, c: Container) -> None:
+        spec = c.spec
+        restart = c.restart_count
+        log = podlogs.LogWriter(
+            Path(self.spec["logs"]) / self.spec["namespace"] / self.spec["pod"] / c.name / f"{restart}.log"
+        )
+        mounts = [isolation.Mount.from_dict(m) for m in spec.get("mounts") or []]
+        workdir = spec.get("workdir")
+        rootfs = spec.get("rootfs")
+        # A private view only when there is something to show in it: it costs ~5 ms per start.
+        mode = self.spec.get("isolation")
+        if mode == isolation.NAMESPACE and not mounts and (not workdir or os.path.isdir(workdir)):
+            mode = None
+        c.limiter = memory.Limiter.create(spec.get("memoryLimit"), f"{self.spec['uid']}-{c.name}-{restart}")
+
+        def in_child() -> None:
+            if c.limiter is not None:
+                c.limiter.join_self()
+            if mode == isolation.NAMESPACE:
+                isolation.enter(str(rootfs), mounts, workdir)
+
+        try:
+            process = subprocess.Popen(
+                spec["argv"],
+                env=spec.get("env") or {},
+                cwd=None if mode == isolation.NAMESPACE else workdir,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=in_child,
+                close_fds=True,
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            # Like a container runtime failing to start the entrypoint (exit code 128).
+            log.write(f"failed to start {spec['argv'][:1]}: {exc}\n")
+            log.close()
+            c.started_once = True
+            self.finished(c, 128, "StartError", str(exc), now_rfc3339(), started=now_rfc3339())
+            return
+        c.process = process
+        c.started_mono = time.monotonic()
+        c.started_once = True
+        c.oom = False
+        c.state = {"running": {"startedAt": now_rfc3339()}}
+        c.restart_at = None
+        assert process.stdout is not None
+        fd = process.stdout.fileno()
+        os.set_blocking(fd, False)
+        c.fd = fd
+        self.writers[fd] = log
+        self.pipes[fd] = process.stdout
+        self.selector.register(fd, selectors.EVENT_READ, process.stdout)
+
+    def read_output(self, fd: int) -> bool:
+        """Copy what is available on ``fd`` to its log; False at EOF (the log is closed)."""
+        writer = self.writers.get(fd)
+        if writer is None:
+            return False
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except BlockingIOError:
+                return True
+            except OSError as exc:
+                if exc.errno == errno.EINTR:
+                    continue
+                chunk = b""
+            if not chunk:
+                self.selector.unregister(fd)
+                self.pipes.pop(fd).close()  # through its file object, which owns the descriptor
+                writer.close()
+                del self.writers[fd]
+                return False
+            writer.write(chunk.decode("utf-8", "replace"))
+
+    def reap(self) -> bool:
+        changed = False
+        for c in self.inits + self.mains:
+            p = c.process
+            if p is None or p.returncode is not None:
+                continue
+            try:
+                pid, status = os.waitpid(p.pid, os.WNOHANG)
+            except ChildProcessError:
+                pid, status = p.pid, 0
+            if pid == 0:
+                if c.limiter is not None and c.limiter.over(p.pid):
+                    c.oom = True
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(p.pid, signal.SIGKILL)
+                continue
+            p.returncode = exit_code_of(status)
+            if c.fd in self.writers and self.pipes.get(c.fd) is p.stdout:
+                self.read_output(c.fd)
+            code = p.returncode
+            oom = c.oom or (c.limiter is not None and c.limiter.oom_killed())
+            if c.limiter is not None:
+                c.limiter.release()
+                c.limiter = None
+            started = c.state.get("running", {}).get("startedAt", now_rfc3339())
+            if oom:
+                reason, message = "OOMKilled", ""
+                code = 137
+            else:
+                reason, message = ("Completed" if code == 0 else "Error"), ""
+            self.finished(c, code, reason, message, now_rfc3339(), started)
+            changed = True
+        return changed
+
+    def finished(self, c: Container, code: int, reason: str, message: str, at: str, started: str) -> None:
+        terminated: dict[str, Any] = {"exitCode": code, "reason": reason, "startedAt": started, "finishedAt": at}
+        if message:
+            terminated["message"] = message
+        c.state = {"terminated": terminated}
+        c.process = None if c.process is None else c.process
+        ran = time.monotonic() - c.started_mono
+        if self.terminating:
+            c.done = True
+            return
+        restart = self.policy == "Always" or (self.policy == "OnFailure" and code != 0)
+        if c.init:
+            restart = code != 0 and self.policy != "Never"
+        if not restart:
+            c.done = True
+            return
+        if ran >= self.backoff_reset:
+            c.crashes = 0
+        delay = min(self.backoff_initial * (2**c.crashes), self.backoff_max)
+        c.crashes += 1
+        c.restart_at = time.monotonic() + delay
+        c.last_state = {"terminated": terminated}
+        c.state = {
+            "waiting": {
+                "reason": "CrashLoopBackOff",
+                "message": f"back-off {delay:g}s restarting failed container={c.name} pod={self.spec['pod']}",
+            }
+        }
+
+    def due_restarts(self) -> bool:
+        changed = False
+        now = time.monotonic()
+        for c in self.inits + self.mains:
+            if c.restart_at is not None and c.restart_at <= now and not self.terminating:
+                c.restart_count += 1
+                self.start(c)
+                changed = True
+        return changed
+
+    # -- phases -----------------------------------------------------------------------------
+    def advance(self) -> None:
+        """Start what is due next and compute the pod phase."""
+        while self.init_index < len(self.inits):
+            c = self.inits[self.init_index]
+            if not c.started_once:
+                self.start(c)
+                return
+            if c.done:
+                code = c.state["terminated"]["exitCode"]
+                if code != 0:
+                    self.phase, self.reason = FAILED, None
+                    self.message = f"init container {c.name} exited with code {code}"
+                    return
+                self.init_index += 1
+                continue
+            return
+        for c in self.mains:
+            if not c.started_once:
+                self.start(c)
+        if all(c.done for c in self.mains):
+            codes = [c.state["terminated"]["exitCode"] for c in self.mains]
+            self.phase = SUCCEEDED if all(code == 0 for code in codes) else FAILED
+        else:
+            self.phase = RUNNING
+
+    def next_timeout(self) -> float | None:
+        due = [c.restart_at for c in self.inits + self.mains if c.restart_at is not None]
+        timeout = max(0.0, min(due) - time.monotonic()) if due else None
+        if any(c.limiter is not None and c.limiter.needs_polling for c in self.inits + self.mains):
+            timeout = memory.POLL_INTERVAL if timeout is None else min(timeout, memory.POLL_INTERVAL)
+        return timeout
+
+    def finished_pod(self) -> bool:
+        return self.phase in (SUCCEEDED, FAILED)
+
+    def stop_all(self) -> None:
+        running = [c for c in self.inits + self.mains if c.process is not None and c.process.returncode is None]
+        for c in running:
+            assert c.process is not None
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(c.process.pid, signal.SIGTERM)
+        deadline = time.monotonic() + self.grace
+        while time.monotonic() < deadline and any(c.process and c.process.returncode is None for c in running):
+            self.reap()
+            time.sleep(0.01)
+        for c in running:
+            if c.process is not None and c.process.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(c.process.pid, signal.SIGKILL)
+        while any(c.process and c.process.returncode is None for c in running):
+            self.reap()
+            time.sleep(0.005)
+
+    def run(self) -> int:
+        rfd, wfd = os.pipe()
+        os.set_blocking(rfd, False)
+        os.set_blocking(wfd, False)
+        signal.set_wakeup_fd(wfd)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        signal.signal(signal.SIGTERM, self._on_term)
+        signal.signal(signal.SIGINT, self._on_term)
+        self.selector.register(rfd, selectors.EVENT_READ, None)
+        self.advance()
+        self.write_state()
+        while not self.terminating:
+            for key, _ in self.selector.select(self.next_timeout()):
+                if key.data is None:
+                    with contextlib.suppress(BlockingIOError):
+                        os.read(rfd, 4096)
+                else:
+                    self.read_output(key.fd)
+            changed = self.reap()
+            changed = self.due_restarts() or changed
+            if changed:
+                self.advance()
+                self.write_state()
+            if self.finished_pod():
+                break
+        if self.terminating:
+            self.stop_all()
+            if not self.finished_pod():
+                self.advance()
+        # Output still buffered by processes that outlived their container (rare): drain briefly.
+        deadline = time.monotonic() + 0.2
+        while self.writers and time.monotonic() < deadline:
+            for key, _ in self.selector.select(0.05):
+                if key.data is not None:
+                    self.read_output(key.fd)
+        for writer in list(self.writers.values()):
+            writer.close()
+        self.write_state(done=True)
+        return 0
+
+    def _on_term(self, *_: Any) -> None:
+        self.terminating = True
+
+
+def main(pod_dir: str) -> int:
+    path = Path(pod_dir)
+    lock = open(path / LOCK, "a+")  # noqa: SIM115 - held for the supervisor's life
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return 3  # another supervisor runs this pod
+    (path / "supervisor.pid").write_text(str(os.getpid()))
+    return Supervisor(path).run()

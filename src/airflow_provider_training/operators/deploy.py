@@ -1,0 +1,391 @@
+"""``InferenceServiceOperator``: deploy a ModelKit as a KServe InferenceService and wait until the new
+model serves.
+
+Creates the InferenceService, or updates the one of that name (a rollout: on KServe and on the
+embedded control plane the old model keeps serving until the new one is ready), with
+``storageUri: kit://<reference>`` — on a cluster this needs KitOps' ``ClusterStorageContainer``
+(``docs/cluster.md``). With ``registry_conn_id`` the registry's credentials go into a Secret
+(``storage_secret_name``; keys ``KIT_USER``, ``KIT_PASSWORD``, ``KIT_UNPACK_FLAGS``, ``KIT_CA_CERT``)
+that the storage initializer reads; they never reach the task log, argv or XCom.
+
+XCom: ``inference_service_name``, ``inference_service_namespace``, ``inference_service_uid`` as soon
+as the object is applied, ``url`` once ready; the return value is
+``{name, namespace, uid, url, storage_uri, revision}``.
+
+Failure: the task fails with KServe's reason and message (``modelStatus.lastFailureInfo``) and the
+predictor's log tail (storage-initializer and serving container), after ``on_failure_action``:
+``rollback`` (default: the previous spec is put back, or an InferenceService this task created is
+deleted), ``delete`` or ``keep``. ``on_kill_action`` does the same when a user kills the task
+(also while deferred, through the trigger's ``on_kill``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+import yaml
+from airflow.sdk import BaseOperator, conf
+from airflow.sdk.exceptions import AirflowException
+
+from airflow_provider_training.client.errors import JobDeleted, WaitTimeout
+from airflow_provider_training.client.inferenceservice import (
+    KIND,
+    RolloutState,
+    manifest,
+    rollout_state,
+    served_storage_uri,
+    storage_uri,
+)
+from airflow_provider_training.client.sync import TrainingJobClient
+from airflow_provider_training.triggers.deploy import KILL_ACTIONS, InferenceServiceTrigger, embedded_home
+
+GROUP, VERSION, PLURAL = "serving.kserve.io", "v1beta1", "inferenceservices"
+ISVC_LABEL = "serving.kserve.io/inferenceservice"
+LOG_CONTAINERS = ("storage-initializer", "kserve-container")
+
+
+def api_client(kubernetes_conn_id: str | None) -> Any:
+    """A ``kubernetes`` ApiClient for the connection, or for the embedded control plane (started on
+    demand) when there is none."""
+    if kubernetes_conn_id:
+        from airflow.providers.cncf.kubernetes.hooks.kubernetes import KubernetesHook
+
+        return KubernetesHook(conn_id=kubernetes_conn_id).api_client
+    from kubernetes import config
+
+    from airflow_provider_training import embedded
+
+    plane = embedded.ensure_running(embedded_home())
+    return config.new_client_from_config(config_file=str(plane.kubeconfig))
+
+
+def deployed_storage_uri(name: str, namespace: str = "default", kubernetes_conn_id: str | None = None) -> str | None:
+    """The ``kit://`` URI InferenceService ``namespace/name`` serves now (its spec's storageUri), or
+    None when it does not exist — what a retraining DAG compares a new model against."""
+    client = TrainingJobClient(api_client(kubernetes_conn_id))
+    return served_storage_uri(client.find(KIND, name, namespace))
+
+
+class InferenceServiceOperator(BaseOperator):
+    """Deploy ``storage_uri`` (a ModelKit reference or ``kit://`` URI) as InferenceService ``name``.
+
+    :param name: the InferenceService's name (its model is served under this name).
+    :param storage_uri: ModelKit to serve, e.g. ``{{ ti.xcom_pull('package', key='reference') }}``.
+    :param namespace: namespace of the InferenceService.
+    :param model_format: ``spec.predictor.model.modelFormat.name`` (``pytorch`` = TorchScript).
+    :param inference_service: a full manifest (dict, YAML text or ``.yaml`` file) for anything more
+        (resources, custom ``containers``, runtime); ``storage_uri`` replaces its storage URI.
+    :param registry_conn_id: ``modelkit_registry`` connection whose credentials the predictor pulls with.
+    :param storage_secret_name: Secret those credentials are written to (a cluster's
+        ClusterStorageContainer refers to it by this name).
+    :param kubernetes_conn_id: ``kubernetes`` connection; empty = the embedded control plane.
+    :param wait_for_ready: wait until the new model serves (else return once applied).
+    :param deferrable: wait in the triggerer instead of a worker slot.
+    :param timeout: seconds to wait for readiness.
+    :param poll_interval: seconds between status reads where the API server cannot watch.
+    :param on_failure_action: ``rollback`` | ``delete`` | ``keep`` when the rollout fails or times out.
+    :param on_kill_action: ``rollback`` | ``delete`` | ``keep`` when a user kills the task.
+    :param log_tail_lines: lines of each predictor container's log in the failure message.
+    """
+
+    template_fields: Sequence[str] = (
+        "name",
+        "namespace",
+        "storage_uri",
+        "model_format",
+        "inference_service",
+        "registry_conn_id",
+        "storage_secret_name",
+        "kubernetes_conn_id",
+    )
+    template_ext: Sequence[str] = (".yaml", ".yml")
+    template_fields_renderers = {"inference_service": "yaml"}
+    ui_color = "#fde9d9"
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        storage_uri: str | None = None,
+        namespace: str = "default",
+        model_format: str = "pytorch",
+        inference_service: dict[str, Any] | str | None = None,
+        registry_conn_id: str | None = None,
+        storage_secret_name: str = "kitops-credentials",
+        kubernetes_conn_id: str | None = None,
+        wait_for_ready: bool = True,
+        deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
+        timeout: float = 900.0,
+        poll_interval: float = 10.0,
+        on_failure_action: str = "rollback",
+        on_kill_action: str = "rollback",
+        log_tail_lines: int = 30,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        for field, value in (("on_failure_action", on_failure_action), ("on_kill_action", on_kill_action)):
+            if value not in KILL_ACTIONS:
+                raise ValueError(f"{field}={value!r}: use one of {', '.join(KILL_ACTIONS)}")
+        self.name = name
+        self.storage_uri = storage_uri
+        self.namespace = namespace
+        self.model_format = model_format
+        self.inference_service = inference_service
+        self.registry_conn_id = registry_conn_id
+        self.storage_secret_name = storage_secret_name
+        self.kubernetes_conn_id = (
+            kubernetes_conn_id
+            if kubernetes_conn_id is not None
+            else conf.get("training", "kubernetes_conn_id", fallback="") or None
+        )
+        self.wait_for_ready = wait_for_ready
+        self.deferrable = deferrable
+        self.timeout = timeout
+        self.poll_interval = poll_interval
+        self.on_failure_action = on_failure_action
+        self.on_kill_action = on_kill_action
+        self.log_tail_lines = log_tail_lines
+        self._applied: tuple[str, str, str, dict[str, Any] | None] | None = None
+
+    # -- building ----------------------------------------------------------------------------------
+    def _base(self) -> dict[str, Any] | None:
+        doc = self.inference_service
+        if doc is None or isinstance(doc, dict):
+            return doc
+        try:
+            loaded = yaml.safe_load(doc)
+        except yaml.YAMLError as exc:
+            raise AirflowException(f"inference_service is not valid YAML: {exc}") from None
+        if not isinstance(loaded, dict):
+            raise AirflowException("inference_service must be a mapping (an InferenceService manifest)")
+        return loaded
+
+    def build(self) -> dict[str, Any]:
+        try:
+            uri = storage_uri(self.storage_uri) if self.storage_uri else None
+            return manifest(
+                self.name,
+                self.namespace,
+                storage_uri=uri,
+                model_format=self.model_format,
+                base=self._base(),
+                storage_secret=self.storage_secret_name if self.registry_conn_id else None,
+                labels={"app.kubernetes.io/managed-by": "airflow-provider-training"},
+            )
+        except ValueError as exc:
+            raise AirflowException(str(exc)) from None
+
+    def _secret(self) -> dict[str, Any] | None:
+        if not self.registry_conn_id:
+            return None
+        from airflow_provider_training.hooks.registry import ModelKitRegistryHook
+
+        hook = ModelKitRegistryHook(self.registry_conn_id)
+        flags = []
+        if hook.options["plain_http"]:
+            flags.append("--plain-http")
+        if not hook.options["tls_verify"]:
+            flags.append("--tls-verify=false")
+        data = {"KIT_UNPACK_FLAGS": " ".join(flags)}
+        credential = hook.credential
+        if credential is not None:
+            data["KIT_USER"] = credential.username
+            data["KIT_PASSWORD"] = credential.password or credential.identity_token
+        if hook.options["ca_cert"]:
+            data["KIT_CA_CERT"] = str(hook.options["ca_cert"])
+        return {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "type": "Opaque",
+            "metadata": {
+                "name": self.storage_secret_name,
+                "namespace": self.namespace,
+                "labels": {"app.kubernetes.io/managed-by": "airflow-provider-training"},
+            },
+            "stringData": data,
+        }
+
+    # -- applying ----------------------------------------------------------------------------------
+    def apply_secret(self, client: TrainingJobClient) -> None:
+        """Write the registry connection's credentials into ``storage_secret_name`` (if a connection is set)."""
+        from kubernetes.client.rest import ApiException
+
+        secret = self._secret()
+        if secret is None:
+            return
+        try:
+            client.core.create_namespaced_secret(self.namespace, secret)
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+            client.core.replace_namespaced_secret(self.storage_secret_name, self.namespace, secret)
+
+    def apply(self, client: TrainingJobClient, body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """Create or update; returns the stored object and the previous spec (None when created)."""
+        self.apply_secret(client)
+        current = client.find(KIND, self.name, self.namespace)
+        if current is None:
+            self.log.info("Creating InferenceService %s/%s serving %s", self.namespace, self.name, self.storage_uri)
+            return client.create(body, self.namespace), None
+        previous = {"spec": current.get("spec") or {}, "annotations": current["metadata"].get("annotations") or {}}
+        current["spec"] = body["spec"]
+        annotations = current["metadata"].setdefault("annotations", {})
+        annotations.update(body["metadata"].get("annotations") or {})
+        current["metadata"].setdefault("labels", {}).update(body["metadata"].get("labels") or {})
+        self.log.info("Updating InferenceService %s/%s to serve %s", self.namespace, self.name, self.storage_uri)
+        updated: dict[str, Any] = client.custom.replace_namespaced_custom_object(
+            GROUP, VERSION, self.namespace, PLURAL, self.name, current
+        )
+        return updated, previous
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        body = self.build()
+        client = TrainingJobClient(api_client(self.kubernetes_conn_id), poll_interval=self.poll_interval)
+        obj, previous = self.apply(client, body)
+        meta = obj["metadata"]
+        uid, generation = meta["uid"], int(meta.get("generation") or 1)
+        self._applied = (self.name, self.namespace, uid, previous)
+        ti = context["ti"]
+        ti.xcom_push(key="inference_service_name", value=self.name)
+        ti.xcom_push(key="inference_service_namespace", value=self.namespace)
+        ti.xcom_push(key="inference_service_uid", value=uid)
+        if not self.wait_for_ready:
+            return self._result(rollout_state(obj, generation), uid, context)
+        if self.deferrable:
+            self.defer(
+                trigger=InferenceServiceTrigger(
+                    name=self.name,
+                    namespace=self.namespace,
+                    uid=uid,
+                    generation=generation,
+                    kubernetes_conn_id=self.kubernetes_conn_id,
+                    timeout=self.timeout,
+                    poll_interval=self.poll_interval,
+                    started=time.time(),
+                    on_kill_action=self.on_kill_action,
+                    previous=previous,
+                ),
+                method_name="execute_complete",
+                kwargs={"previous": previous},
+                timeout=timedelta(seconds=self.timeout + 60),
+            )
+        last: dict[str, str] = {}
+
+        def progress(o: dict[str, Any]) -> None:
+            state = rollout_state(o, generation)
+            if (state.reason, state.message) != (last.get("reason"), last.get("message")):
+                last.update(reason=state.reason, message=state.message)
+                if not state.finished:
+                    self.log.info("Waiting for %s/%s: %s %s", self.namespace, self.name, state.reason, state.message)
+
+        try:
+            obj = client.wait(
+                KIND,
+                self.name,
+                self.namespace,
+                uid=uid,
+                timeout=self.timeout,
+                until=lambda o: rollout_state(o, generation).finished,
+                on_change=progress,
+            )
+        except WaitTimeout as exc:
+            state = rollout_state(exc.last or {}, generation)
+            self._fail(client, uid, previous, f"did not become ready within {self.timeout:g}s", state)
+        except JobDeleted as exc:
+            raise AirflowException(str(exc)) from None
+        state = rollout_state(obj, generation)
+        if not state.ready:
+            self._fail(client, uid, previous, "failed", state)
+        return self._result(state, uid, context)
+
+    def execute_complete(
+        self, context: Any, event: dict[str, Any], previous: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        status = event.get("status")
+        uid = str(event.get("uid"))
+        state = RolloutState(True, status == "ready", event.get("reason", ""), event.get("message", ""),
+                             event.get("url", ""), event.get("revision", ""))  # fmt: skip
+        if status == "ready":
+            return self._result(state, uid, context)
+        if status == "deleted":
+            raise AirflowException(str(event.get("message") or "the InferenceService was deleted"))
+        client = TrainingJobClient(api_client(self.kubernetes_conn_id), poll_interval=self.poll_interval)
+        what = f"did not become ready within {self.timeout:g}s" if status == "timeout" else "failed"
+        self._fail(client, uid, previous, what, state)
+        raise AssertionError("unreachable")
+
+    def _result(self, state: RolloutState, uid: str, context: Any) -> dict[str, Any]:
+        if state.url:
+            context["ti"].xcom_push(key="url", value=state.url)
+            self.log.info(
+                "InferenceService %s/%s serves %s at %s", self.namespace, self.name, self.storage_uri, state.url
+            )
+        return {
+            "name": self.name,
+            "namespace": self.namespace,
+            "uid": uid,
+            "url": state.url,
+            "storage_uri": storage_uri(self.storage_uri) if self.storage_uri else None,
+            "revision": state.revision,
+        }
+
+    # -- failure and cleanup ---------------------------------------------------------------------
+    def log_tail(self, client: TrainingJobClient, revision: str | None = None) -> str:
+        """The newest predictor pod's container logs (last ``log_tail_lines`` each)."""
+        try:
+            response = client.core.list_namespaced_pod(self.namespace, label_selector=f"{ISVC_LABEL}={self.name}")
+        except Exception as exc:  # the failure message matters more than the tail
+            return f"(could not list the predictor pods: {exc})"
+        pods = sorted(response.items, key=lambda p: p.metadata.creation_timestamp or 0)
+        if revision:
+            pods = [p for p in pods if p.metadata.name == revision] or pods
+        if not pods:
+            return "(no predictor pod)"
+        pod = pods[-1]
+        parts = []
+        names = [c.name for c in (pod.spec.init_containers or []) + (pod.spec.containers or [])]
+        for container in [c for c in LOG_CONTAINERS if c in names] or names:
+            try:
+                text = client.read_log(
+                    pod.metadata.name, self.namespace, container=container, tail_lines=self.log_tail_lines
+                )
+            except Exception:
+                continue
+            if text.strip():
+                parts.append(f"--- {pod.metadata.name} [{container}] ---\n{text.rstrip()}")
+        return "\n".join(parts) or f"(pod {pod.metadata.name} has no log output)"
+
+    def _fail(
+        self, client: TrainingJobClient, uid: str, previous: dict[str, Any] | None, what: str, state: RolloutState
+    ) -> None:
+        obj = client.find(KIND, self.name, self.namespace) or {}
+        revision = ((obj.get("status") or {}).get("components") or {}).get("predictor", {}).get("latestCreatedRevision")
+        tail = self.log_tail(client, revision)
+        reason = f"{state.reason}: {state.message}" if state.message else state.reason or "unknown reason"
+        self.log.error("Predictor log tail:\n%s", tail)
+        self.log.info("%s", self._undo(client, uid, previous, self.on_failure_action))
+        raise AirflowException(
+            f"InferenceService {self.namespace}/{self.name} {what}: {reason}\nPredictor log tail:\n{tail}"
+        )
+
+    def _undo(self, client: TrainingJobClient, uid: str, previous: dict[str, Any] | None, action: str) -> str:
+        if action == "keep":
+            return f"on_failure/kill action 'keep': left InferenceService {self.namespace}/{self.name} as it is"
+        if action == "delete" or previous is None:
+            client.delete(KIND, self.name, self.namespace, uid=uid, propagation="Background")
+            return f"deleted InferenceService {self.namespace}/{self.name}"
+        current = client.get(KIND, self.name, self.namespace)
+        current["spec"] = previous.get("spec") or {}
+        current["metadata"]["annotations"] = previous.get("annotations") or {}
+        client.custom.replace_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL, self.name, current)
+        return f"rolled InferenceService {self.namespace}/{self.name} back to its previous spec"
+
+    def on_kill(self) -> None:
+        if self._applied is None or self.on_kill_action == "keep":
+            return
+        _, _, uid, previous = self._applied
+        client = TrainingJobClient(api_client(self.kubernetes_conn_id))
+        self.log.info("%s", self._undo(client, uid, previous, self.on_kill_action))

@@ -1,0 +1,113 @@
+"""Helpers of the controller tests: job documents with small ``python -c`` replicas, and waiting
+for what a user would watch (conditions, pods, logs) through the real Kubernetes client."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from kubernetes import client
+
+from airflow_provider_training.specs.kinds import kind_info
+
+PY = sys.executable
+
+
+def replica(
+    code: str,
+    replicas: int = 1,
+    restart: str = "OnFailure",
+    container_name: str = "pytorch",
+    container: dict[str, Any] | None = None,
+    port: tuple[str, int] | None = None,
+    **pod: Any,
+) -> dict[str, Any]:
+    c: dict[str, Any] = {"name": container_name, "image": "python:3.11", "command": [PY, "-c", code]}
+    if port:
+        c["ports"] = [{"name": port[0], "containerPort": port[1]}]
+    c.update(container or {})
+    return {"replicas": replicas, "restartPolicy": restart, "template": {"spec": {"containers": [c], **pod}}}
+
+
+def job(kind: str, name: str, specs: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    info = kind_info(kind)
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": kind,
+        "metadata": {"name": name},
+        "spec": {info.replica_specs_field: specs, **spec},
+    }
+
+
+class Jobs:
+    """Create / read / wait on training jobs of one namespace."""
+
+    def __init__(self, api: client.ApiClient, namespace: str) -> None:
+        self.custom = client.CustomObjectsApi(api)
+        self.core = client.CoreV1Api(api)
+        self.namespace = namespace
+
+    def create(self, body: dict[str, Any]) -> dict[str, Any]:
+        plural = kind_info(body["kind"]).plural
+        out: dict[str, Any] = self.custom.create_namespaced_custom_object(
+            "kubeflow.org", "v1", self.namespace, plural, body
+        )
+        return out
+
+    def get(self, kind: str, name: str) -> dict[str, Any]:
+        out: dict[str, Any] = self.custom.get_namespaced_custom_object(
+            "kubeflow.org", "v1", self.namespace, kind_info(kind).plural, name
+        )
+        return out
+
+    def patch(self, kind: str, name: str, body: dict[str, Any]) -> None:
+        self.custom.patch_namespaced_custom_object(
+            "kubeflow.org", "v1", self.namespace, kind_info(kind).plural, name, body
+        )
+
+    def delete(self, kind: str, name: str) -> None:
+        self.custom.delete_namespaced_custom_object("kubeflow.org", "v1", self.namespace, kind_info(kind).plural, name)
+
+    def wait(self, kind: str, name: str, condition: str, timeout: float = 30) -> dict[str, Any]:
+        def done() -> dict[str, Any] | None:
+            obj = self.get(kind, name)
+            for c in (obj.get("status") or {}).get("conditions") or []:
+                if c["type"] == condition and c["status"] == "True":
+                    return obj
+            return None
+
+        return wait_for(done, timeout, f"{kind} {name} to be {condition}")
+
+    def pods(self, name: str) -> list[Any]:
+        selector = f"training.kubeflow.org/job-name={name}"
+        return sorted(
+            self.core.list_namespaced_pod(self.namespace, label_selector=selector).items, key=lambda p: p.metadata.name
+        )
+
+    def pod(self, name: str) -> Any:
+        return self.core.read_namespaced_pod(name, self.namespace)
+
+    def logs(self, pod: str, previous: bool = False) -> str:
+        # Raw bytes: the client would otherwise parse a JSON-looking log line into a dict.
+        response = self.core.read_namespaced_pod_log(pod, self.namespace, previous=previous, _preload_content=False)
+        return str(response.data.decode())
+
+    def events(self, name: str) -> list[Any]:
+        return self.core.list_namespaced_event(self.namespace, field_selector=f"involvedObject.name={name}").items
+
+
+def wait_for(check: Callable[[], Any], timeout: float, what: str, interval: float = 0.02) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+def conditions(obj: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    return [(c["type"], c["status"], c["reason"], c["message"]) for c in obj["status"]["conditions"]]
