@@ -36,7 +36,6 @@ def main() -> None:
     from kubernetes_asyncio import client as aclient
     from kubernetes_asyncio import config as aconfig
     from tests.client.jobs import job
-    from tests.fixtures.job_driver import JobDriver
 
     from airflow_provider_training.client import AsyncTrainingJobClient, LogFollower, TrainingJobClient
     from airflow_provider_training.embedded import start, stop
@@ -44,16 +43,24 @@ def main() -> None:
     home = Path(tempfile.mkdtemp(prefix="bench-requests-"))
     plane = start(home)
     try:
+
         def api() -> Any:
             configuration = client.Configuration()
             config.load_kube_config(config_file=str(plane.kubeconfig), client_configuration=configuration)
             return client.ApiClient(configuration)
 
-        driver = JobDriver(api(), home)
         setup = TrainingJobClient(api())
-        for name in ("sync", "deferred", "naive"):
-            setup.create(job(name=name), namespace="default")
-            driver.start("PyTorchJob", name, "default", log={f"{name}-master-0": ["epoch 1"]})
+        running = "import time; print('epoch 1', flush=True); time.sleep(600)"
+        for name in ("sync", "deferred", "naive"):  # real jobs: their master replicas run and log
+            setup.create(job(name=name, script=running), namespace="default")
+        deadline = time.monotonic() + 60
+        while not all(
+            [p.get("status", {}).get("phase") for p in setup.pods("PyTorchJob", n, "default")] == ["Running"]
+            for n in ("sync", "deferred", "naive")
+        ):
+            if time.monotonic() > deadline:
+                raise SystemExit("the jobs did not start")
+            time.sleep(0.1)
 
         calls: dict[str, list[float]] = {"sync": [], "deferred": [], "naive": []}
         window = args.seconds
@@ -89,9 +96,11 @@ def main() -> None:
                 time.sleep(5)
 
         # the waiters never finish on their own: count what they did during the window, then stop
-        threads = [threading.Thread(target=sync_wait, daemon=True),
-                   threading.Thread(target=lambda: asyncio.run(deferred_wait()), daemon=True),
-                   threading.Thread(target=naive, daemon=True)]
+        threads = [
+            threading.Thread(target=sync_wait, daemon=True),
+            threading.Thread(target=lambda: asyncio.run(deferred_wait()), daemon=True),
+            threading.Thread(target=naive, daemon=True),
+        ]
         for thread in threads:
             thread.start()
         time.sleep(window)
@@ -100,8 +109,11 @@ def main() -> None:
         naive_rate = len(calls["naive"]) / minutes
         print(f"window: {window:.0f} s, jobs running, nothing changes")
         print(f"{'waiter':<34}{'requests':>9}{'per min':>9}{'after 5 s':>11}{'vs naive':>10}")
-        for key, label in (("naive", "naive poll, GET every 5 s"), ("sync", "operator, sync (watch + logs)"),
-                           ("deferred", "trigger, deferrable (watch)")):
+        for key, label in (
+            ("naive", "naive poll, GET every 5 s"),
+            ("sync", "operator, sync (watch + log follow)"),
+            ("deferred", "trigger, deferrable (watch)"),
+        ):
             n = len(calls[key])
             steady = sum(1 for t in calls[key] if t - t0 > 5)
             rate = n / minutes

@@ -25,13 +25,15 @@ async def async_client(plane: ControlPlane, **kwargs: Any) -> AsyncIterator[Asyn
         yield AsyncTrainingJobClient(api, **{"watch_timeout": 30, "poll_interval": 0.5, **kwargs})
 
 
-def test_async_create_wait_pods_logs_delete(control_plane: ControlPlane, job_driver: JobDriver, test_namespace: str) -> None:
+def test_async_create_wait_pods_logs_delete(control_plane: ControlPlane, test_namespace: str) -> None:
     async def scenario() -> dict[str, Any]:
         async with async_client(control_plane, watch_timeout=1) as jobs:
-            created = await jobs.create(job(name="aj", replicas={"Master": 1, "Worker": 1}), namespace=test_namespace)
-            await asyncio.to_thread(job_driver.start, "PyTorchJob", "aj", test_namespace, {"Master": 1, "Worker": 1},
-                                    {"aj-master-0": ["hello from master"]})
-            job_driver.later(1.5, lambda: job_driver.fail("PyTorchJob", "aj", test_namespace, exit_code=3))
+            script = (
+                "import os, sys; print('hello from', 'master' if os.environ['RANK'] == '0' else 'worker'); sys.exit(3)"
+            )
+            created = await jobs.create(
+                job(name="aj", replicas={"Master": 1, "Worker": 1}, script=script), namespace=test_namespace
+            )
             done = await jobs.wait("PyTorchJob", "aj", test_namespace, uid=created["metadata"]["uid"], timeout=15)
             pods = await jobs.pods("PyTorchJob", "aj", test_namespace, replica_type="Master")
             text = await jobs.read_log("aj-master-0", test_namespace, tail_lines=5)
@@ -47,14 +49,20 @@ def test_async_create_wait_pods_logs_delete(control_plane: ControlPlane, job_dri
     assert result["log"] == "hello from master\n"
 
 
-def test_async_wait_timeout_and_deletion(control_plane: ControlPlane, job_driver: JobDriver, test_namespace: str) -> None:
+def test_async_wait_timeout_and_deletion(
+    control_plane: ControlPlane, job_driver: JobDriver, test_namespace: str
+) -> None:
     async def scenario() -> None:
         async with async_client(control_plane) as jobs:
             await jobs.create(job(name="t"), namespace=test_namespace)
             with pytest.raises(WaitTimeout):
                 await jobs.wait("PyTorchJob", "t", test_namespace, timeout=0.8)
-            job_driver.later(0.5, lambda: job_driver.custom.delete_namespaced_custom_object(
-                "kubeflow.org", "v1", test_namespace, "pytorchjobs", "t"))
+            job_driver.later(
+                0.5,
+                lambda: job_driver.custom.delete_namespaced_custom_object(
+                    "kubeflow.org", "v1", test_namespace, "pytorchjobs", "t"
+                ),
+            )
             with pytest.raises(JobDeleted):
                 await jobs.wait("PyTorchJob", "t", test_namespace, timeout=10)
 

@@ -20,16 +20,31 @@ from tests.client.jobs import job
 from tests.fixtures.job_driver import JobDriver
 
 
-def test_create_get_list_and_delete_with_propagation(
-    job_client: TrainingJobClient, job_driver: JobDriver, test_namespace: str
-) -> None:
-    created = job_client.create(job(name="a", labels={"team": "x"}), namespace=test_namespace)
-    job_client.create(job(name="b"), namespace=test_namespace)
+def wait_for_pods(
+    client: TrainingJobClient, name: str, namespace: str, count: int, phase: str = "Running"
+) -> list[dict]:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        pods = client.pods("PyTorchJob", name, namespace)
+        if len(pods) == count and all(p.get("status", {}).get("phase") == phase for p in pods):
+            return pods
+        time.sleep(0.05)
+    raise AssertionError(f"{name}: {count} pods did not become {phase}")
+
+
+SLEEP = "import time; print('up', flush=True); time.sleep(120)"
+
+
+def test_create_get_list_and_delete_with_propagation(job_client: TrainingJobClient, test_namespace: str) -> None:
+    created = job_client.create(
+        job(name="a", replicas={"Master": 1, "Worker": 1}, labels={"team": "x"}, script=SLEEP), namespace=test_namespace
+    )
+    job_client.create(job(name="b", script=SLEEP), namespace=test_namespace)
     assert created["metadata"]["uid"]
     assert job_client.get("PyTorchJob", "a", test_namespace)["metadata"]["uid"] == created["metadata"]["uid"]
     assert [j["metadata"]["name"] for j in job_client.list("PyTorchJob", test_namespace, "team=x")] == ["a"]
-    job_driver.start("PyTorchJob", "a", test_namespace, {"Master": 1, "Worker": 1})
-    job_driver.start("PyTorchJob", "b", test_namespace)
+    wait_for_pods(job_client, "a", test_namespace, 2)
+    wait_for_pods(job_client, "b", test_namespace, 1)
 
     assert job_client.delete("PyTorchJob", "a", test_namespace, propagation="Foreground")
     assert job_client.find("PyTorchJob", "a", test_namespace) is None
@@ -38,6 +53,7 @@ def test_create_get_list_and_delete_with_propagation(
 
     assert job_client.delete("PyTorchJob", "b", test_namespace, propagation="Orphan")
     assert [p["metadata"]["name"] for p in job_client.pods("PyTorchJob", "b", test_namespace)] == ["b-master-0"]
+    job_client.core.delete_namespaced_pod("b-master-0", test_namespace)
 
 
 def test_delete_with_a_stale_uid_leaves_the_new_job_alone(job_client: TrainingJobClient, test_namespace: str) -> None:
@@ -110,94 +126,127 @@ def test_wait_notices_deletion_and_replacement(
         job_client.wait("PyTorchJob", "gone", test_namespace, uid=first["metadata"]["uid"], timeout=10)
 
 
-def test_pods_by_replica_type_and_index_logs_and_events(
-    job_client: TrainingJobClient, job_driver: JobDriver, test_namespace: str
-) -> None:
-    created = job_client.create(job(name="p", replicas={"Master": 1, "Worker": 2}), namespace=test_namespace)
-    job_driver.start("PyTorchJob", "p", test_namespace, {"Master": 1, "Worker": 2},
-                     log={"p-worker-1": [f"step {i}" for i in range(5)]})
+def test_pods_by_replica_type_and_index_logs_and_events(job_client: TrainingJobClient, test_namespace: str) -> None:
+    script = "import time\nfor i in range(5): print('step', i, flush=True)\ntime.sleep(120)"
+    created = job_client.create(
+        job(name="p", replicas={"Master": 1, "Worker": 2}, script=script), namespace=test_namespace
+    )
     uid = created["metadata"]["uid"]
-    names = lambda pods: [p["metadata"]["name"] for p in pods]  # noqa: E731
-    assert names(job_client.pods("PyTorchJob", "p", test_namespace, uid=uid)) == ["p-master-0", "p-worker-0", "p-worker-1"]
-    assert names(job_client.pods("PyTorchJob", "p", test_namespace, replica_type="Worker")) == ["p-worker-0", "p-worker-1"]
+    wait_for_pods(job_client, "p", test_namespace, 3)
+
+    def names(pods: list[dict]) -> list[str]:
+        return [p["metadata"]["name"] for p in pods]
+
+    assert names(job_client.pods("PyTorchJob", "p", test_namespace, uid=uid)) == [
+        "p-master-0",
+        "p-worker-0",
+        "p-worker-1",
+    ]
+    assert names(job_client.pods("PyTorchJob", "p", test_namespace, replica_type="Worker")) == [
+        "p-worker-0",
+        "p-worker-1",
+    ]
     assert names(job_client.pods("PyTorchJob", "p", test_namespace, replica_type="worker", index=1)) == ["p-worker-1"]
     assert job_client.pods("PyTorchJob", "p", test_namespace, uid="another-job") == []
+    deadline = time.monotonic() + 10
+    while job_client.read_log("p-worker-1", test_namespace).count("step") < 5 and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert job_client.read_log("p-worker-1", test_namespace, tail_lines=2) == "step 3\nstep 4\n"
 
-    from kubernetes import client
-
-    core = client.CoreV1Api(job_client.api_client)
-    for involved, reason in ((created, "SuccessfulCreatePod"),
-                             ({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p-worker-1", "namespace": test_namespace}},
-                              "Started"),
-                             ({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "unrelated", "namespace": test_namespace}},
-                              "Pulled")):
-        meta = involved["metadata"]
-        core.create_namespaced_event(test_namespace, {
-            "metadata": {"generateName": "ev-"}, "reason": reason, "message": reason, "type": "Normal",
-            "involvedObject": {"apiVersion": involved["apiVersion"], "kind": involved["kind"], "name": meta["name"],
-                               "namespace": test_namespace}})
+    job_client.core.create_namespaced_event(
+        test_namespace,
+        {
+            "metadata": {"generateName": "ev-"},
+            "reason": "Pulled",
+            "message": "unrelated",
+            "type": "Normal",
+            "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": "unrelated", "namespace": test_namespace},
+        },
+    )
     events = job_client.events("PyTorchJob", "p", test_namespace, uid=uid)
-    assert sorted(e["reason"] for e in events) == ["Started", "SuccessfulCreatePod"]
+    involved = {(e["involvedObject"]["kind"], e["involvedObject"]["name"]) for e in events}
+    assert ("PyTorchJob", "p") in involved and ("Pod", "p-worker-1") in involved
+    assert ("Pod", "unrelated") not in involved
+    assert "SuccessfulCreatePod" in {e["reason"] for e in events}
+    job_client.delete("PyTorchJob", "p", test_namespace)
 
 
 def test_log_follower_prefixes_lines_and_follows_only_selected_replicas(
-    job_client: TrainingJobClient, job_driver: JobDriver, test_namespace: str
+    job_client: TrainingJobClient, test_namespace: str
 ) -> None:
-    created = job_client.create(job(name="f", replicas={"Master": 1, "Worker": 1}), namespace=test_namespace)
     lines: list[str] = []
-    follower = LogFollower(job_client, "PyTorchJob", "f", test_namespace, sink=lines.append,
-                           select=lambda pod: pod["metadata"]["labels"].get("training.kubeflow.org/job-role") == "master",
-                           uid=created["metadata"]["uid"]).start()
-    # the pods appear only after the follower started: it must notice them through its pod watch
+    script = (
+        "import os, time\n"
+        "if os.environ.get('RANK') == '0':\n"
+        "    print('epoch 1', flush=True); time.sleep(0.5); print('epoch 2', flush=True)\n"
+        "else:\n"
+        "    print('worker says hi', flush=True)"
+    )
+    body = job(name="f", replicas={"Master": 1, "Worker": 1}, script=script)
+    # the follower starts before the pods exist: it must notice them through its pod watch
+    follower = LogFollower(
+        job_client,
+        "PyTorchJob",
+        "f",
+        test_namespace,
+        sink=lines.append,
+        select=lambda pod: pod["metadata"]["labels"].get("training.kubeflow.org/job-role") == "master",
+    ).start()
     time.sleep(0.3)
-    job_driver.start("PyTorchJob", "f", test_namespace, {"Master": 1, "Worker": 1},
-                     log={"f-master-0": ["epoch 1"], "f-worker-0": ["worker says hi"]})
-    job_driver.later(0.5, lambda: job_driver.log(test_namespace, "f-master-0", ["epoch 2"]))
-    job_driver.later(1.0, lambda: job_driver.succeed("PyTorchJob", "f", test_namespace))
-    job_client.wait("PyTorchJob", "f", test_namespace, timeout=10)
+    job_client.create(body, namespace=test_namespace)
+    done = job_client.wait("PyTorchJob", "f", test_namespace, timeout=30)
     follower.stop(drain=3)
+    assert job_state(done).succeeded
     assert lines == ["[f-master-0] epoch 1", "[f-master-0] epoch 2"]
 
 
-def test_a_stalled_log_stream_does_not_hold_up_stop(
-    job_client: TrainingJobClient, job_driver: JobDriver, test_namespace: str
-) -> None:
-    job_client.create(job(name="stall"), namespace=test_namespace)
-    job_driver.start("PyTorchJob", "stall", test_namespace, log={"stall-master-0": ["only line"]})
+def test_a_stalled_log_stream_does_not_hold_up_stop(job_client: TrainingJobClient, test_namespace: str) -> None:
+    job_client.create(
+        job(name="stall", script="import time; print('only line', flush=True); time.sleep(120)"),
+        namespace=test_namespace,
+    )
     lines: list[str] = []
     follower = LogFollower(job_client, "PyTorchJob", "stall", test_namespace, sink=lines.append).start()
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 20
     while not lines and time.monotonic() < deadline:
         time.sleep(0.05)
     started = time.monotonic()
     follower.stop(drain=0.5)  # the container still runs and writes nothing: its stream never ends
     assert time.monotonic() - started < 2
     assert lines == ["[stall-master-0] only line"]
+    job_client.delete("PyTorchJob", "stall", test_namespace)
 
 
 def test_batch_jobs_and_inference_services_use_the_same_client(
-    job_client: TrainingJobClient, kube_api: Any, test_namespace: str
+    job_client: TrainingJobClient, test_namespace: str
 ) -> None:
-    batch = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "export"},
-             "spec": {"template": {"spec": {"restartPolicy": "Never",
-                                            "containers": [{"name": "main", "image": "python:3.11"}]}}}}
+    batch = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "export"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {"name": "main", "image": "python:3.11", "command": ["python", "-c", "print('exported')"]}
+                    ],
+                }
+            }
+        },
+    }
     job_client.create(batch, namespace=test_namespace)
-    from kubernetes import client
+    done = job_client.wait("Job", "export", test_namespace, timeout=30)
+    assert job_state(done).succeeded
+    [pod] = job_client.pods("Job", "export", test_namespace)
+    assert job_client.read_log(pod["metadata"]["name"], test_namespace) == "exported\n"
 
-    def complete() -> None:
-        time.sleep(0.5)
-        client.CustomObjectsApi(kube_api).patch_namespaced_custom_object_status(
-            "batch", "v1", test_namespace, "jobs", "export",
-            {"status": {"conditions": [{"type": "Complete", "status": "True", "reason": "Completed"}]}})
-
-    import threading
-
-    threading.Thread(target=complete, daemon=True).start()
-    assert job_state(job_client.wait("Job", "export", test_namespace, timeout=10)).succeeded
-
-    isvc = {"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService", "metadata": {"name": "digits"},
-            "spec": {"predictor": {"model": {"modelFormat": {"name": "pytorch"}, "storageUri": "kit://r/m:v1"}}}}
+    isvc = {
+        "apiVersion": "serving.kserve.io/v1beta1",
+        "kind": "InferenceService",
+        "metadata": {"name": "digits"},
+        "spec": {"predictor": {"model": {"modelFormat": {"name": "pytorch"}, "storageUri": "kit://r/m:v1"}}},
+    }
     job_client.create(isvc, namespace=test_namespace)
-    assert job_state(job_client.get("InferenceService", "digits", test_namespace)).phase == "Pending"
+    assert job_client.find("InferenceService", "digits", test_namespace) is not None
     assert job_client.delete("InferenceService", "digits", test_namespace)

@@ -9,33 +9,42 @@ from typing import Any
 
 from airflow_provider_training.triggers import TrainingJobTrigger
 from tests.client.jobs import job
-from tests.operators.helpers import dag_file, fail, job_literal, succeed, xcom
+from tests.operators.helpers import dag_file, job_literal, xcom
 
 
-def test_deferrable_success_prints_logs_on_resume(
-    run_dag: Any, autopilot: Any, test_namespace: str, capfd: Any
-) -> None:
-    autopilot("PyTorchJob", test_namespace, "airflow-training/dag-id=deferred_ok",
-              succeed(["epoch 1 loss 0.4"], delay=1.0))
-    dr = run_dag(dag_file("deferred_ok", f'''
-PyTorchJobOperator(task_id="train", job={job_literal()}, namespace="{test_namespace}", deferrable=True)
-'''), "deferred_ok")
+def test_deferrable_success_prints_logs_on_resume(run_dag: Any, test_namespace: str, capfd: Any) -> None:
+    script = "import time; time.sleep(1); print('epoch 1 loss 0.4')"
+    dr = run_dag(
+        dag_file(
+            "deferred_ok",
+            f'''
+PyTorchJobOperator(task_id="train", job={job_literal(script=script)}, namespace="{test_namespace}", deferrable=True)
+''',
+        ),
+        "deferred_ok",
+    )
     ti = dr.get_task_instance("train")
     assert ti.state == "success"
     assert xcom(ti, "return_value")["state"] == "Succeeded"
     assert xcom(ti, "job_name") == "mnist"
-    out = capfd.readouterr().out
+    out = "".join(capfd.readouterr())
     assert "Pausing task as DEFERRED" in out
     assert "[mnist-master-0] epoch 1 loss 0.4" in out
 
 
-def test_deferrable_failure_carries_the_reason(run_dag: Any, autopilot: Any, test_namespace: str, capfd: Any) -> None:
-    autopilot("PyTorchJob", test_namespace, "airflow-training/dag-id=deferred_fail", fail(["CUDA error"], delay=0.5))
-    dr = run_dag(dag_file("deferred_fail", f'''
-PyTorchJobOperator(task_id="train", job={job_literal()}, namespace="{test_namespace}", deferrable=True)
-'''), "deferred_fail")
+def test_deferrable_failure_carries_the_reason(run_dag: Any, test_namespace: str, capfd: Any) -> None:
+    script = "import sys, time; time.sleep(0.5); print('CUDA error'); sys.exit(3)"
+    dr = run_dag(
+        dag_file(
+            "deferred_fail",
+            f'''
+PyTorchJobOperator(task_id="train", job={job_literal(script=script)}, namespace="{test_namespace}", deferrable=True)
+''',
+        ),
+        "deferred_fail",
+    )
     assert dr.get_task_instance("train").state == "failed"
-    out = capfd.readouterr().out
+    out = "".join(capfd.readouterr())
     assert "Failed replicas: mnist-master-0 (exit code 3, Error)" in out and "  CUDA error" in out
 
 
@@ -53,8 +62,14 @@ def test_trigger_on_kill_deletes_the_job_only_on_a_user_kill(
     uid = created["metadata"]["uid"]
 
     async def cancel(message: str | None) -> None:
-        trigger = TrainingJobTrigger("PyTorchJob", "deferred", test_namespace, uid,
-                                     **TrainingHook().trigger_connection(), on_kill_action="delete")
+        trigger = TrainingJobTrigger(
+            "PyTorchJob",
+            "deferred",
+            test_namespace,
+            uid,
+            **TrainingHook().trigger_connection(),
+            on_kill_action="delete",
+        )
 
         async def run() -> None:  # the triggerer's run_trigger: on_kill only for user actions
             try:
@@ -81,18 +96,24 @@ def test_trigger_on_kill_deletes_the_job_only_on_a_user_kill(
 
 def _sensor_dag(dag_id: str, namespace: str, name: str, **kwargs: Any) -> str:
     extra = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
-    return dag_file(dag_id, f'''
+    return dag_file(
+        dag_id,
+        f'''
 TrainingJobSensor(task_id="wait", job_name="{name}", kind="PyTorchJob", namespace="{namespace}",
                   poke_interval=0.5, timeout=30, {extra})
-''')
+''',
+    )
 
 
 def test_sensor_in_all_modes(run_dag: Any, job_driver: Any, test_namespace: str) -> None:
     from airflow_provider_training.hooks.training import TrainingHook
 
     client = TrainingHook().get_client()
-    for mode, extra in (("poke", {"mode": "poke"}), ("reschedule", {"mode": "reschedule"}),
-                        ("deferrable", {"deferrable": True})):
+    for mode, extra in (
+        ("poke", {"mode": "poke"}),
+        ("reschedule", {"mode": "reschedule"}),
+        ("deferrable", {"deferrable": True}),
+    ):
         name = f"elsewhere-{mode}"
         client.create(job(name=name), namespace=test_namespace)
         job_driver.start("PyTorchJob", name, test_namespace)
@@ -114,9 +135,13 @@ def test_sensor_fails_with_the_reason_or_skips_with_soft_fail(
     job_driver.fail("PyTorchJob", "broken", test_namespace)
     dr = run_dag(_sensor_dag("sense_failed", test_namespace, "broken"), "sense_failed")
     assert dr.get_task_instance("wait").state == "failed"
-    assert "PyTorchJobFailed: PyTorchJob broken is failed because 1 Master replica(s) failed." in capfd.readouterr().out
+    assert "PyTorchJobFailed: PyTorchJob broken is failed because 1 Master replica(s) failed." in "".join(
+        capfd.readouterr()
+    )
     dr = run_dag(_sensor_dag("sense_soft", test_namespace, "broken", soft_fail=True), "sense_soft")
     assert dr.get_task_instance("wait").state == "skipped"
-    dr = run_dag(_sensor_dag("sense_soft_deferred", test_namespace, "broken", soft_fail=True, deferrable=True),
-                 "sense_soft_deferred")
+    dr = run_dag(
+        _sensor_dag("sense_soft_deferred", test_namespace, "broken", soft_fail=True, deferrable=True),
+        "sense_soft_deferred",
+    )
     assert dr.get_task_instance("wait").state == "skipped"

@@ -30,8 +30,12 @@ def test_a_running_job_of_this_task_is_always_reattached(policy: str) -> None:
 
 @pytest.mark.parametrize(
     ("policy", "mine_finished", "foreign"),
-    [("reattach", "rename", "fail"), ("rename", "rename", "rename"), ("replace", "replace", "replace"),
-     ("fail", "fail", "fail")],
+    [
+        ("reattach", "rename", "fail"),
+        ("rename", "rename", "rename"),
+        ("replace", "replace", "replace"),
+        ("fail", "fail", "fail"),
+    ],
 )
 def test_policy_for_finished_and_foreign_jobs(policy: str, mine_finished: str, foreign: str) -> None:
     assert identity.on_existing(existing("Succeeded"), LABELS, policy).action == mine_finished
@@ -52,14 +56,19 @@ def test_identity_labels_are_valid_and_leave_try_number_out_of_the_selector() ->
     assert len(LABELS[identity.RUN_ID]) <= 63 and LABELS[identity.RUN_ID][0].isalnum()
     assert identity.selector(LABELS) == (
         f"airflow-training/dag-id=etl,airflow-training/task-id=train,"
-        f"airflow-training/run-id={LABELS[identity.RUN_ID]},!airflow-training/map-index")
+        f"airflow-training/run-id={LABELS[identity.RUN_ID]},!airflow-training/map-index"
+    )
     mapped = identity.identity_labels("etl", "train", "r", 3, 1)
     assert identity.selector(mapped).endswith("airflow-training/map-index=3")
 
 
 def test_names_are_dns_labels_stable_per_run_and_short_enough_for_pod_names() -> None:
     a = identity.default_name("Train_Model", "manual__1", -1)
-    assert a == identity.default_name("Train_Model", "manual__1", -1) != identity.default_name("Train_Model", "manual__2", -1)
+    assert (
+        a
+        == identity.default_name("Train_Model", "manual__1", -1)
+        != identity.default_name("Train_Model", "manual__2", -1)
+    )
     assert a.startswith("train-model-")
     long = identity.retry_name("x" * 80, 12)
     assert long.endswith("-r12") and len(long) <= identity.MAX_NAME
@@ -74,7 +83,10 @@ def test_templated_strings_become_integers_and_booleans_where_the_schema_says_so
     out = spec.load(doc)
     assert out["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 4
     assert out["spec"]["runPolicy"] == {"backoffLimit": 3, "suspend": False}
-    assert out["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["args"] == ["--epochs", "10"]
+    assert out["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["args"] == [
+        "--epochs",
+        "10",
+    ]
     doc["spec"]["runPolicy"]["backoffLimit"] = "three"  # left alone: validation names the field
     assert spec.load(doc)["spec"]["runPolicy"]["backoffLimit"] == "three"
 
@@ -97,7 +109,11 @@ def _pod(name: str, rtype: str, index: int, master: bool = False) -> dict:
 
 
 def test_replica_selection() -> None:
-    master, w0, w1 = _pod("j-master-0", "master", 0, True), _pod("j-worker-0", "worker", 0), _pod("j-worker-1", "worker", 1)
+    master, w0, w1 = (
+        _pod("j-master-0", "master", 0, True),
+        _pod("j-worker-0", "worker", 0),
+        _pod("j-worker-1", "worker", 1),
+    )
     with_master = job(replicas={"Master": 1, "Worker": 2})
     pick = replica_filter("master", with_master)
     assert pick is not None and [pick(p) for p in (master, w0, w1)] == [True, False, False]
@@ -113,21 +129,42 @@ def test_replica_selection() -> None:
 def test_failure_report_names_reason_replicas_exit_codes_and_log_tail() -> None:
     failed = existing("Failed")
     failed["status"]["conditions"][0]["message"] = "PyTorchJob mnist is failed because 1 Master replica(s) failed."
-    text = failure_report(failed, [ReplicaFailure("mnist-master-0", 3, "Error")], {"mnist-master-0": "a\nValueError: bad\n"},
-                          [{"type": "Warning", "reason": "BackOff", "message": "restarting",
-                            "involvedObject": {"name": "mnist-master-0"}}])
+    text = failure_report(
+        failed,
+        [ReplicaFailure("mnist-master-0", 3, "Error")],
+        {"mnist-master-0": "a\nValueError: bad\n"},
+        [
+            {
+                "type": "Warning",
+                "reason": "BackOff",
+                "message": "restarting",
+                "involvedObject": {"name": "mnist-master-0"},
+            }
+        ],
+    )
     assert text.splitlines() == [
         "PyTorchJob default/mnist failed: PyTorchJobFailed: PyTorchJob mnist is failed because 1 Master replica(s) failed.",
         "Failed replicas: mnist-master-0 (exit code 3, Error)",
-        "Last 2 log lines of mnist-master-0:", "  a", "  ValueError: bad",
-        "Warning events:", "  mnist-master-0: BackOff: restarting",
+        "Last 2 log lines of mnist-master-0:",
+        "  a",
+        "  ValueError: bad",
+        "Warning events:",
+        "  mnist-master-0: BackOff: restarting",
     ]
 
 
 def test_trigger_serializes_and_round_trips_without_leaking_credentials_in_repr() -> None:
-    trigger = TrainingJobTrigger("PyTorchJob", "mnist", "ml", "uid-1", kubernetes_conn_id="tke",
-                                 connection_extras={"kube_config": "secret-token-here"}, poll_interval=5,
-                                 deadline=1_900_000_000.0, on_kill_action="delete")
+    trigger = TrainingJobTrigger(
+        "PyTorchJob",
+        "mnist",
+        "ml",
+        "uid-1",
+        kubernetes_conn_id="tke",
+        connection_extras={"kube_config": "secret-token-here"},
+        poll_interval=5,
+        deadline=1_900_000_000.0,
+        on_kill_action="delete",
+    )
     path, kwargs = trigger.serialize()
     assert path == "airflow_provider_training.triggers.training.TrainingJobTrigger"
     again = TrainingJobTrigger(**kwargs)
@@ -142,9 +179,11 @@ def test_trigger_serializes_and_round_trips_without_leaking_credentials_in_repr(
 
 def test_job_links() -> None:
     assert job_url("", "https://127.0.0.1:6443", kind="PyTorchJob", name="mnist", namespace="ml") == (
-        "https://127.0.0.1:6443/apis/kubeflow.org/v1/namespaces/ml/pytorchjobs/mnist")
+        "https://127.0.0.1:6443/apis/kubeflow.org/v1/namespaces/ml/pytorchjobs/mnist"
+    )
     tke = "https://console.cloud.tencent.com/tke2/cluster/sub/list/kubeflow.org/{plural}?clusterId=cls-1&ns={namespace}&name={name}"
     assert job_url(tke, "", kind="TFJob", name="t", namespace="ml") == (
-        "https://console.cloud.tencent.com/tke2/cluster/sub/list/kubeflow.org/tfjobs?clusterId=cls-1&ns=ml&name=t")
+        "https://console.cloud.tencent.com/tke2/cluster/sub/list/kubeflow.org/tfjobs?clusterId=cls-1&ns=ml&name=t"
+    )
     with pytest.raises(ValueError, match=r"unknown field\(s\) cluster"):
         job_url("https://x/{cluster}", "", kind="TFJob", name="t", namespace="ml")

@@ -1,7 +1,8 @@
 """TrainingJobOperator in real Airflow runs (``dag.test()``) against the embedded control plane.
 
-Job status comes from ``autopilot`` (tests/fixtures/job_driver.py), which writes what the Training
-Operator and the node agent would; with the embedded controllers these become real jobs.
+Jobs with a ``script`` are real: the embedded job controller and node agent run their replicas as
+processes. Jobs without one are driven (``autopilot`` writes their status), where a test needs a
+job that never ends or kinds whose runtimes (mpirun, …) this box lacks.
 """
 
 from __future__ import annotations
@@ -9,72 +10,101 @@ from __future__ import annotations
 from typing import Any
 
 from airflow_provider_training.specs.kinds import KINDS
-from tests.operators.helpers import dag_file, fail, job_literal, run_only, succeed, xcom
+from tests.operators.helpers import dag_file, job_literal, succeed, xcom
+
+EPOCHS = "import time\nfor e in (1, 2):\n    print(f'epoch {e} loss {0.5 / e}', flush=True); time.sleep(0.3)"
 
 
 def test_sync_success_pushes_identity_streams_logs_and_returns_a_summary(
-    run_dag: Any, autopilot: Any, test_namespace: str, job_driver: Any, capfd: Any
+    run_dag: Any, test_namespace: str, job_driver: Any, capfd: Any
 ) -> None:
-    pilot = autopilot("PyTorchJob", test_namespace, "airflow-training/dag-id=sync_ok",
-                      succeed(["epoch 1 loss 0.5", "epoch 2 loss 0.2"], delay=0.5))
-    dr = run_dag(dag_file("sync_ok", f'''
-PyTorchJobOperator(task_id="train", job={job_literal(replicas={"Master": 1, "Worker": 1})}, namespace="{test_namespace}",
-                   labels={{"team": "vision"}})
-'''), "sync_ok")
+    dr = run_dag(
+        dag_file(
+            "sync_ok",
+            f"""
+PyTorchJobOperator(task_id="train", job={job_literal(replicas={"Master": 1, "Worker": 1}, script=EPOCHS)},
+                   namespace="{test_namespace}", labels={{"team": "vision"}})
+""",
+        ),
+        "sync_ok",
+    )
     ti = dr.get_task_instance("train")
     assert ti.state == "success"
-    [submitted] = pilot.seen
+    submitted = job_driver.custom.get_namespaced_custom_object(
+        "kubeflow.org", "v1", test_namespace, "pytorchjobs", "mnist"
+    )
     meta = submitted["metadata"]
     assert meta["labels"]["team"] == "vision" and meta["labels"]["airflow-training/task-id"] == "train"
     assert meta["labels"]["airflow-training/try-number"] == "1"
-    pod_labels = submitted["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["metadata"]["labels"]
-    assert pod_labels["airflow-training/dag-id"] == "sync_ok"
+    pod = job_driver.core.read_namespaced_pod("mnist-worker-0", test_namespace)
+    assert pod.metadata.labels["airflow-training/dag-id"] == "sync_ok"  # the pods carry the identity too
     assert (xcom(ti, "job_name"), xcom(ti, "job_namespace"), xcom(ti, "job_kind"), xcom(ti, "job_uid")) == (
-        "mnist", test_namespace, "PyTorchJob", meta["uid"])
+        "mnist",
+        test_namespace,
+        "PyTorchJob",
+        meta["uid"],
+    )
     result = xcom(ti, "return_value")
-    assert result["state"] == "Succeeded" and result["uid"] == meta["uid"]
-    assert result["replica_statuses"] == {"Master": {"succeeded": 1}, "Worker": {"succeeded": 1}}
-    out = capfd.readouterr().out
-    assert "[mnist-master-0] epoch 1 loss 0.5" in out and "[mnist-master-0] epoch 2 loss 0.2" in out
-    assert "is Running" in out
-    # the job is kept (on_finish_action="keep") and the link's XCom points at it on the API server
-    assert job_driver.custom.get_namespaced_custom_object("kubeflow.org", "v1", test_namespace, "pytorchjobs", "mnist")
-    assert xcom(ti, "_link_TrainingJobLink").endswith(f"/apis/kubeflow.org/v1/namespaces/{test_namespace}/pytorchjobs/mnist")
+    assert result["state"] == "Succeeded" and result["uid"] == meta["uid"] and result["completed"]
+    assert result["replica_statuses"]["Master"]["succeeded"] == 1
+    out = "".join(capfd.readouterr())
+    assert "[mnist-master-0] epoch 1 loss 0.5" in out and "[mnist-master-0] epoch 2 loss 0.25" in out
+    assert "[mnist-worker-0]" not in out  # log_replicas="master" by default
+    assert xcom(ti, "_link_TrainingJobLink").endswith(
+        f"/apis/kubeflow.org/v1/namespaces/{test_namespace}/pytorchjobs/mnist"
+    )
+
+
+CRASH = (
+    "import sys\nfor i in range(60): print('step', i)\n"
+    "print('Traceback (most recent call last):'); print('ValueError: loss is NaN'); sys.exit(3)"
+)
 
 
 def test_failure_reports_reason_exit_code_and_log_tail_and_deletes_per_policy(
-    run_dag: Any, autopilot: Any, test_namespace: str, job_driver: Any, capfd: Any
+    run_dag: Any, test_namespace: str, job_driver: Any, capfd: Any
 ) -> None:
-    lines = [f"step {i}" for i in range(60)] + ["Traceback (most recent call last):", "ValueError: loss is NaN"]
-    autopilot("PyTorchJob", test_namespace, "airflow-training/dag-id=sync_fail", fail(lines, exit_code=3))
-    dr = run_dag(dag_file("sync_fail", f'''
-PyTorchJobOperator(task_id="train", job={job_literal()}, namespace="{test_namespace}", on_finish_action="delete",
-                   log_tail_lines=5)
-'''), "sync_fail")
+    dr = run_dag(
+        dag_file(
+            "sync_fail",
+            f"""
+PyTorchJobOperator(task_id="train", job={job_literal(script=CRASH)}, namespace="{test_namespace}",
+                   on_finish_action="delete", log_tail_lines=5)
+""",
+        ),
+        "sync_fail",
+    )
     assert dr.get_task_instance("train").state == "failed"
-    out = capfd.readouterr().out
+    out = "".join(capfd.readouterr())
     assert "PyTorchJobFailed: PyTorchJob mnist is failed because 1 Master replica(s) failed." in out
     assert "Failed replicas: mnist-master-0 (exit code 3, Error)" in out
-    assert "Last 5 log lines of mnist-master-0:" in out and "  ValueError: loss is NaN" in out
-    assert "  step 56" not in out.split("Last 5 log lines")[1]
+    tail = out.split("Last 5 log lines of mnist-master-0:")[1]
+    assert "  ValueError: loss is NaN" in tail and "  step 57" in tail and "  step 56" not in tail
     listed = job_driver.custom.list_namespaced_custom_object("kubeflow.org", "v1", test_namespace, "pytorchjobs")
     assert listed["items"] == []  # on_finish_action="delete"
 
 
 def test_templated_spec_from_params_and_run_conf(run_dag: Any, autopilot: Any, test_namespace: str) -> None:
     pilot = autopilot("PyTorchJob", test_namespace, "airflow-training/dag-id=templated", succeed())
-    job = '''{
+    job = """{
         "apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "mnist-{{ ds_nodash }}"},
-        "spec": {"pytorchReplicaSpecs": {
+        "spec": {"runPolicy": {"managedBy": "kueue.x-k8s.io/multikueue"}, "pytorchReplicaSpecs": {
             "Master": {"replicas": 1, "restartPolicy": "Never", "template": {"spec": {"containers": [
                 {"name": "pytorch", "image": "python:3.11",
                  "command": ["python", "train.py", "--epochs", "{{ params.epochs }}"]}]}}},
             "Worker": {"replicas": "{{ params.workers }}", "restartPolicy": "Never", "template": {"spec": {"containers": [
-                {"name": "pytorch", "image": "python:3.11", "command": ["python", "train.py"]}]}}}}}}'''
-    dr = run_dag(dag_file("templated", f'''
+                {"name": "pytorch", "image": "python:3.11", "command": ["python", "train.py"]}]}}}}}}"""
+    dr = run_dag(
+        dag_file(
+            "templated",
+            f'''
 PyTorchJobOperator(task_id="train", job={job}, namespace="{test_namespace}", timeout=60)
-''', params='{"epochs": Param(10, type="integer"), "workers": Param(1, type="integer")}'),
-        "templated", run_conf={"epochs": 3, "workers": 2})
+''',
+            params='{"epochs": Param(10, type="integer"), "workers": Param(1, type="integer")}',
+        ),
+        "templated",
+        run_conf={"epochs": 3, "workers": 2},
+    )
     assert dr.get_task_instance("train").state == "success"
     [submitted] = pilot.seen
     assert submitted["metadata"]["name"] == f"mnist-{dr.logical_date.strftime('%Y%m%d')}"
@@ -87,7 +117,10 @@ def test_invalid_job_fails_before_submitting_with_the_field_path(
     run_dag: Any, autopilot: Any, test_namespace: str, capfd: Any
 ) -> None:
     pilot = autopilot("PyTorchJob", test_namespace, "airflow-training/dag-id=invalid", succeed())
-    dr = run_dag(dag_file("invalid", f'''
+    dr = run_dag(
+        dag_file(
+            "invalid",
+            f'''
 PyTorchJobOperator(task_id="train", namespace="{test_namespace}", job="""
 apiVersion: kubeflow.org/v1
 kind: PyTorchJob
@@ -96,55 +129,74 @@ spec:
   pytorchReplicaSpecs:
     Master: {{replicas: two, template: {{spec: {{containers: [{{name: pytorch, image: python:3.11}}]}}}}}}
 """)
-'''), "invalid")
+''',
+        ),
+        "invalid",
+    )
     assert dr.get_task_instance("train").state == "failed"
-    assert "spec.pytorchReplicaSpecs[Master].replicas" in capfd.readouterr().out
+    assert "spec.pytorchReplicaSpecs[Master].replicas" in "".join(capfd.readouterr())
     assert pilot.seen == []
 
 
 def test_retry_keeps_the_finished_job_and_submits_under_a_new_name(
-    run_dag: Any, autopilot: Any, test_namespace: str, job_driver: Any
+    run_dag: Any, test_namespace: str, job_driver: Any
 ) -> None:
-    outcomes = iter([fail(["boom"]), succeed()])
-    pilot = autopilot("PyTorchJob", test_namespace, "airflow-training/dag-id=retry",
-                      lambda driver, job: next(outcomes)(driver, job))
-    dr = run_dag(dag_file("retry", f'''
-PyTorchJobOperator(task_id="train", job={job_literal()}, namespace="{test_namespace}", retries=1,
+    script = "import sys; sys.exit(0 if {{ ti.try_number }} > 1 else 3)"  # the first try's job fails
+    dr = run_dag(
+        dag_file(
+            "retry",
+            f"""
+PyTorchJobOperator(task_id="train", job={job_literal(script=script)}, namespace="{test_namespace}", retries=1,
                    retry_delay=timedelta(seconds=0))
-'''), "retry")
+""",
+        ),
+        "retry",
+    )
     ti = dr.get_task_instance("train")
     assert ti.state == "success" and ti.try_number == 2
-    names = [j["metadata"]["name"] for j in pilot.seen]
-    assert names == ["mnist", "mnist-r2"]
-    first = job_driver.custom.get_namespaced_custom_object("kubeflow.org", "v1", test_namespace, "pytorchjobs", "mnist")
-    assert first["status"]["conditions"][-1]["type"] == "Failed"  # kept as history
+    jobs = job_driver.custom.list_namespaced_custom_object("kubeflow.org", "v1", test_namespace, "pytorchjobs")["items"]
+    states = {j["metadata"]["name"]: j["status"]["conditions"][-1]["type"] for j in jobs}
+    assert states == {"mnist": "Failed", "mnist-r2": "Succeeded"}  # the failed one is kept as history
     assert xcom(ti, "job_name") == "mnist-r2"
 
 
 def test_job_level_timeout_deletes_the_running_job(
-    run_dag: Any, autopilot: Any, test_namespace: str, job_driver: Any, capfd: Any
+    run_dag: Any, test_namespace: str, job_driver: Any, capfd: Any
 ) -> None:
-    autopilot("PyTorchJob", test_namespace, "airflow-training/dag-id=timeout", run_only())
-    dr = run_dag(dag_file("timeout", f'''
-PyTorchJobOperator(task_id="train", job={job_literal()}, namespace="{test_namespace}", timeout=2)
-'''), "timeout")
+    dr = run_dag(
+        dag_file(
+            "timeout",
+            f"""
+PyTorchJobOperator(task_id="train", job={job_literal(script="import time; time.sleep(120)")},
+                   namespace="{test_namespace}", timeout=2)
+""",
+        ),
+        "timeout",
+    )
     assert dr.get_task_instance("train").state == "failed"
-    assert "did not finish within 2s" in capfd.readouterr().out
+    assert "did not finish within 2s" in "".join(capfd.readouterr())
     listed = job_driver.custom.list_namespaced_custom_object("kubeflow.org", "v1", test_namespace, "pytorchjobs")
     assert listed["items"] == []
 
 
-REPLICAS = {"PyTorchJob": {"Master": 1}, "TFJob": {"Worker": 1}, "MPIJob": {"Launcher": 1, "Worker": 1},
-            "XGBoostJob": {"Master": 1}, "PaddleJob": {"Master": 1}, "MXJob": {"Scheduler": 1, "Server": 1, "Worker": 1},
-            "JAXJob": {"Worker": 1}}
+REPLICAS = {
+    "PyTorchJob": {"Master": 1},
+    "TFJob": {"Worker": 1},
+    "MPIJob": {"Launcher": 1, "Worker": 1},
+    "XGBoostJob": {"Master": 1},
+    "PaddleJob": {"Master": 1},
+    "MXJob": {"Scheduler": 1, "Server": 1, "Worker": 1},
+    "JAXJob": {"Worker": 1},
+}
 
 
 def test_the_typed_operator_of_every_kind(run_dag: Any, autopilot: Any, test_namespace: str) -> None:
-    pilots = {kind: autopilot(kind, test_namespace, "airflow-training/dag-id=every_kind", succeed([f"{kind} done"]))
-              for kind in KINDS}
+    pilots = {kind: autopilot(kind, test_namespace, "airflow-training/dag-id=every_kind", succeed()) for kind in KINDS}
     body = "\n".join(
         f'{kind}Operator(task_id="{kind.lower()}", job={job_literal(kind, kind.lower(), REPLICAS[kind])}, '
-        f'namespace="{test_namespace}")' for kind in KINDS)
+        f'namespace="{test_namespace}")'
+        for kind in KINDS
+    )
     dr = run_dag(dag_file("every_kind", body), "every_kind")
     for kind in KINDS:
         ti = dr.get_task_instance(kind.lower())

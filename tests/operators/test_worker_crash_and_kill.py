@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.operators.helpers import dag_file, job_literal, run_only
+from tests.operators.helpers import dag_file, job_literal
 
 LOGICAL_DATE = "2026-01-01T00:00:00+00:00"
 
@@ -32,12 +32,21 @@ dag.test(logical_date=when, run_after=when)
 
 
 def _dags_test(dag: Any, control_plane: Any, out: Path) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "AIRFLOW__TRAINING__KUBERNETES_CONN_ID": "",
-           "AIRFLOW__TRAINING__EMBEDDED_HOME": str(control_plane.home)}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(sys.path),
+        "AIRFLOW__TRAINING__KUBERNETES_CONN_ID": "",
+        "AIRFLOW__TRAINING__EMBEDDED_HOME": str(control_plane.home),
+    }
     with open(out, "wb") as log:
-        return subprocess.Popen([sys.executable, "-c", RUNNER, dag.fileloc, dag.dag_id, LOGICAL_DATE],
-                                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                start_new_session=True)
+        return subprocess.Popen(
+            [sys.executable, "-c", RUNNER, dag.fileloc, dag.dag_id, LOGICAL_DATE],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
 
 
 def _wait_for(predicate: Any, timeout: float, what: str) -> None:
@@ -54,12 +63,19 @@ def _jobs(job_driver: Any, namespace: str) -> list[str]:
 
 
 def test_a_retry_after_a_worker_crash_reattaches_to_the_running_job(
-    write_dag: Any, embedded_default: Any, autopilot: Any, job_driver: Any, test_namespace: str, tmp_path: Path
+    write_dag: Any, embedded_default: Any, job_driver: Any, test_namespace: str, tmp_path: Path
 ) -> None:
-    dag = write_dag(dag_file("crash", f'''
-PyTorchJobOperator(task_id="train", job={job_literal()}, namespace="{test_namespace}", poll_interval=1)
-'''), "crash")
-    pilot = autopilot("PyTorchJob", test_namespace, "airflow-training/dag-id=crash", run_only())
+    go = tmp_path / "go"  # the training runs until the test creates this file
+    script = f"import os, time\nprint('training', flush=True)\nwhile not os.path.exists({str(go)!r}): time.sleep(0.05)"
+    dag = write_dag(
+        dag_file(
+            "crash",
+            f'''
+PyTorchJobOperator(task_id="train", job={job_literal(script=script)}, namespace="{test_namespace}", poll_interval=1)
+''',
+        ),
+        "crash",
+    )
     first = _dags_test(dag, embedded_default, tmp_path / "first.log")
     try:
         _wait_for(lambda: "is Running" in (tmp_path / "first.log").read_text(errors="replace"), 90, "the job to run")
@@ -70,24 +86,35 @@ PyTorchJobOperator(task_id="train", job={job_literal()}, namespace="{test_namesp
 
     second = _dags_test(dag, embedded_default, tmp_path / "second.log")
     try:
-        _wait_for(lambda: "Reattaching to PyTorchJob" in (tmp_path / "second.log").read_text(errors="replace"),
-                  90, "the retry to reattach")
-        job_driver.succeed("PyTorchJob", "mnist", test_namespace)
+        _wait_for(
+            lambda: "Reattaching to PyTorchJob" in (tmp_path / "second.log").read_text(errors="replace"),
+            90,
+            "the retry to reattach",
+        )
+        go.touch()
         assert second.wait(60) == 0, (tmp_path / "second.log").read_text(errors="replace")[-3000:]
     finally:
         if second.poll() is None:
             os.killpg(second.pid, signal.SIGKILL)
     assert _jobs(job_driver, test_namespace) == ["mnist"]  # exactly one job: no duplicate submission
-    assert len(pilot.seen) == 1
+    done = job_driver.custom.get_namespaced_custom_object("kubeflow.org", "v1", test_namespace, "pytorchjobs", "mnist")
+    assert done["status"]["conditions"][-1]["type"] == "Succeeded"
+    assert "[mnist-master-0] training" in (tmp_path / "second.log").read_text(errors="replace")
 
 
 def test_killing_the_running_task_deletes_the_job(
-    write_dag: Any, embedded_default: Any, autopilot: Any, job_driver: Any, test_namespace: str, tmp_path: Path
+    write_dag: Any, embedded_default: Any, job_driver: Any, test_namespace: str, tmp_path: Path
 ) -> None:
-    dag = write_dag(dag_file("killed", f'''
-PyTorchJobOperator(task_id="train", job={job_literal()}, namespace="{test_namespace}")
-'''), "killed")
-    autopilot("PyTorchJob", test_namespace, "airflow-training/dag-id=killed", run_only())
+    dag = write_dag(
+        dag_file(
+            "killed",
+            f'''
+PyTorchJobOperator(task_id="train", job={job_literal(script="import time; time.sleep(120)")},
+                   namespace="{test_namespace}")
+''',
+        ),
+        "killed",
+    )
     proc = _dags_test(dag, embedded_default, tmp_path / "killed.log")
     try:
         _wait_for(lambda: "is Running" in (tmp_path / "killed.log").read_text(errors="replace"), 90, "the job to run")

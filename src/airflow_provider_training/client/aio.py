@@ -83,7 +83,11 @@ class AsyncTrainingJobClient:
     async def list(self, kind: str, namespace: str, label_selector: str | None = None) -> Objects:
         res = resource_for(kind)
         listed = await self.custom.list_namespaced_custom_object(
-            res.group, res.version, namespace, res.plural, label_selector=label_selector or "",
+            res.group,
+            res.version,
+            namespace,
+            res.plural,
+            label_selector=label_selector or "",
             _request_timeout=self._timeout,
         )
         return list(listed.get("items") or [])
@@ -97,7 +101,12 @@ class AsyncTrainingJobClient:
             body["preconditions"] = {"uid": uid}
         try:
             await self.custom.delete_namespaced_custom_object(
-                res.group, res.version, namespace, res.plural, name, body=body,  # type: ignore[arg-type]
+                res.group,
+                res.version,
+                namespace,
+                res.plural,
+                name,
+                body=body,  # type: ignore[arg-type]
                 _request_timeout=self._timeout,
             )
         except ApiException as exc:
@@ -112,7 +121,11 @@ class AsyncTrainingJobClient:
         resourceVersion would be answered with 410 again)."""
         res = resource_for(kind)
         listed = await self.custom.list_namespaced_custom_object(
-            res.group, res.version, namespace, res.plural, field_selector=f"metadata.name={name}",
+            res.group,
+            res.version,
+            namespace,
+            res.plural,
+            field_selector=f"metadata.name={name}",
             _request_timeout=self._timeout,
         )
         items = listed.get("items") or []
@@ -123,15 +136,23 @@ class AsyncTrainingJobClient:
             raise JobDeleted(kind, namespace, name, "was replaced by another object of the same name")
         obj.setdefault("kind", kind)
         obj.setdefault("apiVersion", res.api_version)
-        return obj, str((listed.get("metadata") or {}).get("resourceVersion") or obj["metadata"].get("resourceVersion", ""))
+        return obj, str(
+            (listed.get("metadata") or {}).get("resourceVersion") or obj["metadata"].get("resourceVersion", "")
+        )
 
     async def watch_object(
         self, res: Resource, name: str, namespace: str, cursor: Cursor, seconds: float
     ) -> AsyncIterator[dict[str, Any]]:
         response: Any = await self.custom.list_namespaced_custom_object(
-            res.group, res.version, namespace, res.plural,
-            field_selector=f"metadata.name={name}", watch=True, allow_watch_bookmarks=True,
-            resource_version=cursor.resource_version, timeout_seconds=max(1, int(seconds)),
+            res.group,
+            res.version,
+            namespace,
+            res.plural,
+            field_selector=f"metadata.name={name}",
+            watch=True,
+            allow_watch_bookmarks=True,
+            resource_version=cursor.resource_version,
+            timeout_seconds=max(1, int(seconds)),
             _preload_content=False,
             _request_timeout=aiohttp.ClientTimeout(total=None, connect=10.0, sock_read=seconds + 30.0),
         )
@@ -219,18 +240,31 @@ class AsyncTrainingJobClient:
                 stale = True
 
     async def pods(
-        self, kind: str, name: str, namespace: str, *, uid: str | None = None,
-        replica_type: str | None = None, index: int | None = None,
+        self,
+        kind: str,
+        name: str,
+        namespace: str,
+        *,
+        uid: str | None = None,
+        replica_type: str | None = None,
+        index: int | None = None,
     ) -> Objects:
         response: Any = await self.core.list_namespaced_pod(
-            namespace, label_selector=pod_selector(kind, name, replica_type, index),
-            _preload_content=False, _request_timeout=self._timeout,
+            namespace,
+            label_selector=pod_selector(kind, name, replica_type, index),
+            _preload_content=False,
+            _request_timeout=self._timeout,
         )
         items = json.loads(await response.read()).get("items") or []
         return sorted((p for p in items if owned_by(p, uid)), key=lambda p: str(p["metadata"]["name"]))
 
     async def read_log(
-        self, pod: str, namespace: str, *, container: str | None = None, tail_lines: int | None = None,
+        self,
+        pod: str,
+        namespace: str,
+        *,
+        container: str | None = None,
+        tail_lines: int | None = None,
         previous: bool = False,
     ) -> str:
         kwargs: dict[str, Any] = {"previous": previous}
@@ -248,15 +282,20 @@ class AsyncTrainingJobClient:
 
     async def events(self, kind: str, name: str, namespace: str, *, uid: str | None = None) -> Objects:
         mine: Any = await self.core.list_namespaced_event(
-            namespace, field_selector=f"involvedObject.kind={kind},involvedObject.name={name}",
-            _request_timeout=self._timeout, _preload_content=False,
+            namespace,
+            field_selector=f"involvedObject.kind={kind},involvedObject.name={name}",
+            _request_timeout=self._timeout,
+            _preload_content=False,
         )
         pods = {p["metadata"]["name"] for p in await self.pods(kind, name, namespace, uid=uid)}
         of_pods: Any = await self.core.list_namespaced_event(
-            namespace, field_selector="involvedObject.kind=Pod", _request_timeout=self._timeout,
+            namespace,
+            field_selector="involvedObject.kind=Pod",
+            _request_timeout=self._timeout,
             _preload_content=False,
         )
         events = json.loads(await mine.read()).get("items") or []
-        events += [e for e in json.loads(await of_pods.read()).get("items") or []
-                   if e["involvedObject"].get("name") in pods]
+        events += [
+            e for e in json.loads(await of_pods.read()).get("items") or [] if e["involvedObject"].get("name") in pods
+        ]
         return sorted_events(events)

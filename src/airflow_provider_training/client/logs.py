@@ -74,9 +74,14 @@ class LogFollower:
         while not self._stop.is_set():
             try:
                 response = self.client.core.list_namespaced_pod(
-                    self.namespace, label_selector=selector, watch=True, allow_watch_bookmarks=True,
-                    resource_version=cursor.resource_version, timeout_seconds=int(self.client.watch_timeout),
-                    _preload_content=False, _request_timeout=(10.0, self.client.watch_timeout + 30.0),
+                    self.namespace,
+                    label_selector=selector,
+                    watch=True,
+                    allow_watch_bookmarks=True,
+                    resource_version=cursor.resource_version,
+                    timeout_seconds=int(self.client.watch_timeout),
+                    _preload_content=False,
+                    _request_timeout=(10.0, self.client.watch_timeout + 30.0),
                 )
                 with self._lock:
                     self._streams["<pods>"] = response

@@ -100,7 +100,11 @@ class TrainingJobClient:
     def list(self, kind: str, namespace: str, label_selector: str | None = None) -> Objects:
         res = resource_for(kind)
         listed = self.custom.list_namespaced_custom_object(
-            res.group, res.version, namespace, res.plural, label_selector=label_selector or "",
+            res.group,
+            res.version,
+            namespace,
+            res.plural,
+            label_selector=label_selector or "",
             _request_timeout=self._timeout,
         )
         return list(listed.get("items") or [])
@@ -108,7 +112,12 @@ class TrainingJobClient:
     def patch_labels(self, kind: str, name: str, namespace: str, labels: Mapping[str, str | None]) -> dict[str, Any]:
         res = resource_for(kind)
         patched: dict[str, Any] = self.custom.patch_namespaced_custom_object(
-            res.group, res.version, namespace, res.plural, name, {"metadata": {"labels": dict(labels)}},
+            res.group,
+            res.version,
+            namespace,
+            res.plural,
+            name,
+            {"metadata": {"labels": dict(labels)}},
             _request_timeout=self._timeout,
         )
         return patched
@@ -140,7 +149,11 @@ class TrainingJobClient:
         resourceVersion would be answered with 410 again)."""
         res = resource_for(kind)
         listed = self.custom.list_namespaced_custom_object(
-            res.group, res.version, namespace, res.plural, field_selector=f"metadata.name={name}",
+            res.group,
+            res.version,
+            namespace,
+            res.plural,
+            field_selector=f"metadata.name={name}",
             _request_timeout=self._timeout,
         )
         items = listed.get("items") or []
@@ -151,16 +164,27 @@ class TrainingJobClient:
             raise JobDeleted(kind, namespace, name, "was replaced by another object of the same name")
         obj.setdefault("kind", kind)
         obj.setdefault("apiVersion", res.api_version)
-        return obj, str((listed.get("metadata") or {}).get("resourceVersion") or obj["metadata"].get("resourceVersion", ""))
+        return obj, str(
+            (listed.get("metadata") or {}).get("resourceVersion") or obj["metadata"].get("resourceVersion", "")
+        )
 
-    def watch_object(self, res: Resource, name: str, namespace: str, cursor: Cursor, seconds: float) -> Iterator[dict[str, Any]]:
+    def watch_object(
+        self, res: Resource, name: str, namespace: str, cursor: Cursor, seconds: float
+    ) -> Iterator[dict[str, Any]]:
         """The object's new versions until the server ends the watch after ``seconds``;
         raises :class:`JobDeleted` on a DELETED event and :class:`Gone` when the cursor expired."""
         response = self.custom.list_namespaced_custom_object(
-            res.group, res.version, namespace, res.plural,
-            field_selector=f"metadata.name={name}", watch=True, allow_watch_bookmarks=True,
-            resource_version=cursor.resource_version, timeout_seconds=max(1, int(seconds)),
-            _preload_content=False, _request_timeout=(10.0, seconds + 30.0),
+            res.group,
+            res.version,
+            namespace,
+            res.plural,
+            field_selector=f"metadata.name={name}",
+            watch=True,
+            allow_watch_bookmarks=True,
+            resource_version=cursor.resource_version,
+            timeout_seconds=max(1, int(seconds)),
+            _preload_content=False,
+            _request_timeout=(10.0, seconds + 30.0),
         )
         try:
             for line in iter_resp_lines(response):
@@ -261,13 +285,13 @@ class TrainingJobClient:
     ) -> Objects:
         """The job's pods (for a training job: by replica type and index), sorted by name."""
         response = self.core.list_namespaced_pod(
-            namespace, label_selector=pod_selector(kind, name, replica_type, index),
-            _preload_content=False, _request_timeout=self._timeout,
+            namespace,
+            label_selector=pod_selector(kind, name, replica_type, index),
+            _preload_content=False,
+            _request_timeout=self._timeout,
         )
         items = json.loads(response.data).get("items") or []
-        return sorted(
-            (p for p in items if owned_by(p, uid)), key=lambda p: str(p["metadata"]["name"])
-        )
+        return sorted((p for p in items if owned_by(p, uid)), key=lambda p: str(p["metadata"]["name"]))
 
     def read_log(
         self,
@@ -298,15 +322,19 @@ class TrainingJobClient:
     def events(self, kind: str, name: str, namespace: str, *, uid: str | None = None) -> Objects:
         """Events of the job and of its pods, oldest first."""
         mine = self.core.list_namespaced_event(
-            namespace, field_selector=f"involvedObject.kind={kind},involvedObject.name={name}",
-            _preload_content=False, _request_timeout=self._timeout,
+            namespace,
+            field_selector=f"involvedObject.kind={kind},involvedObject.name={name}",
+            _preload_content=False,
+            _request_timeout=self._timeout,
         )
         pod_names = {p["metadata"]["name"] for p in self.pods(kind, name, namespace, uid=uid)}
         of_pods = self.core.list_namespaced_event(
             namespace, field_selector="involvedObject.kind=Pod", _preload_content=False, _request_timeout=self._timeout
         )
         events = json.loads(mine.data).get("items") or []
-        events += [e for e in json.loads(of_pods.data).get("items") or [] if e["involvedObject"].get("name") in pod_names]
+        events += [
+            e for e in json.loads(of_pods.data).get("items") or [] if e["involvedObject"].get("name") in pod_names
+        ]
         return sorted_events(events)
 
 

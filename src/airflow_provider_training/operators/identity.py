@@ -99,7 +99,9 @@ def on_existing(existing: Mapping[str, Any] | None, labels: Mapping[str, str], p
     mine = same_identity(existing, labels)
     state = job_state(dict(existing))
     if mine and not state.finished:
-        return Decision("reattach", f"{what} of this task is still {state.phase}: reattaching instead of submitting again")
+        return Decision(
+            "reattach", f"{what} of this task is still {state.phase}: reattaching instead of submitting again"
+        )
     if policy == "fail":
         return Decision("fail", f"{what} already exists ({'this task' if mine else 'not this task'}'s, {state.phase})")
     if policy == "replace":

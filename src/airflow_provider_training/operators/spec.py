@@ -60,9 +60,15 @@ def load(source: Any, kind: str | None = None) -> dict[str, Any]:
         data.setdefault("kind", kind)
         data.setdefault("apiVersion", API_VERSION)
         if data["kind"] != kind:
-            raise JobSpecError("job", [_issue(
-                f"this operator submits {kind}s but the document is a {data['kind']}; use "
-                f"{data['kind']}Operator or TrainingJobOperator")])
+            raise JobSpecError(
+                "job",
+                [
+                    _issue(
+                        f"this operator submits {kind}s but the document is a {data['kind']}; use "
+                        f"{data['kind']}Operator or TrainingJobOperator"
+                    )
+                ],
+            )
     info = KINDS.get(str(data.get("kind")))
     if info is not None:
         data = coerce(data, openapi_schema(info))

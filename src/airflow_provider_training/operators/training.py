@@ -172,8 +172,11 @@ class TrainingJobOperator(BaseOperator):
         name = self.name or meta.get("name") or identity.default_name(self.task_id, run_id, map_index)
         namespace = self.namespace or meta.get("namespace") or hook.get_namespace() or "default"
         labels = {**self.labels, **identity.identity_labels(ti.dag_id, ti.task_id, run_id, map_index, ti.try_number)}
-        annotations = {f"{identity.PREFIX}/run-id": run_id, f"{identity.PREFIX}/dag-id": ti.dag_id,
-                       f"{identity.PREFIX}/task-id": ti.task_id}
+        annotations = {
+            f"{identity.PREFIX}/run-id": run_id,
+            f"{identity.PREFIX}/dag-id": ti.dag_id,
+            f"{identity.PREFIX}/task-id": ti.task_id,
+        }
         data = spec.apply(data, name=name, namespace=namespace, labels=labels, annotations=annotations)
         try:
             _, report = spec.check(data)
@@ -195,27 +198,44 @@ class TrainingJobOperator(BaseOperator):
         if found is None or found["metadata"].get("uid") != ref.get("uid"):
             return None
         if job_state(found).finished:
-            self.log.info("%s %s/%s from an earlier try has finished (%s); it stays as history",
-                          kind, ref["namespace"], ref["name"], job_state(found).phase)
+            self.log.info(
+                "%s %s/%s from an earlier try has finished (%s); it stays as history",
+                kind,
+                ref["namespace"],
+                ref["name"],
+                job_state(found).phase,
+            )
             return None
         return found
 
     def _labelled(self, client: TrainingJobClient, body: dict[str, Any]) -> dict[str, Any] | None:
         """A running job with this task's identity labels (when the state store had nothing)."""
         meta = body["metadata"]
-        found = [j for j in client.list(body["kind"], meta["namespace"], identity.selector(meta["labels"]))
-                 if not job_state(j).finished]
+        found = [
+            j
+            for j in client.list(body["kind"], meta["namespace"], identity.selector(meta["labels"]))
+            if not job_state(j).finished
+        ]
         if len(found) > 1:
-            self.log.warning("%d running jobs carry this task's identity: %s; reattaching to the newest",
-                             len(found), ", ".join(j["metadata"]["name"] for j in found))
+            self.log.warning(
+                "%d running jobs carry this task's identity: %s; reattaching to the newest",
+                len(found),
+                ", ".join(j["metadata"]["name"] for j in found),
+            )
         return max(found, key=lambda j: str(j["metadata"].get("creationTimestamp", ""))) if found else None
 
     def submit_or_reattach(self, context: Any, client: TrainingJobClient, body: dict[str, Any]) -> dict[str, Any]:
         kind, meta = body["kind"], body["metadata"]
         existing = self._stored(context, client, kind) or self._labelled(client, body)
         if existing is not None:
-            self.log.info("Reattaching to %s %s/%s (uid %s), still %s", kind, existing["metadata"]["namespace"],
-                          existing["metadata"]["name"], existing["metadata"]["uid"], job_state(existing).phase)
+            self.log.info(
+                "Reattaching to %s %s/%s (uid %s), still %s",
+                kind,
+                existing["metadata"]["namespace"],
+                existing["metadata"]["name"],
+                existing["metadata"]["uid"],
+                job_state(existing).phase,
+            )
             return existing
         base, try_number = meta["name"], int(context["ti"].try_number)
         for attempt in range(5):
@@ -234,8 +254,9 @@ class TrainingJobOperator(BaseOperator):
                 self.log.info("%s", decision.why)
                 client.delete(kind, meta["name"], meta["namespace"], uid=current["metadata"]["uid"])
             created = client.create(body)
-            self.log.info("Submitted %s %s/%s (uid %s)", kind, meta["namespace"], meta["name"],
-                          created["metadata"]["uid"])
+            self.log.info(
+                "Submitted %s %s/%s (uid %s)", kind, meta["namespace"], meta["name"], created["metadata"]["uid"]
+            )
             return created
         raise AirflowFailException(f"could not find a free name for {kind} {meta['namespace']}/{base}")
 
@@ -243,15 +264,26 @@ class TrainingJobOperator(BaseOperator):
         """XCom and the task state store, before any waiting: a crash or kill still leaves the trail."""
         meta = job["metadata"]
         ti = context["ti"]
-        for key, value in (("job_name", meta["name"]), ("job_namespace", meta["namespace"]),
-                           ("job_uid", meta["uid"]), ("job_kind", job["kind"]), ("job_api_url", hook.api_url)):
+        for key, value in (
+            ("job_name", meta["name"]),
+            ("job_namespace", meta["namespace"]),
+            ("job_uid", meta["uid"]),
+            ("job_kind", job["kind"]),
+            ("job_api_url", hook.api_url),
+        ):
             ti.xcom_push(key=key, value=value)
         store = context.get("task_state_store")
         if store is not None:
-            store.set(STATE_KEY, {"kind": job["kind"], "name": meta["name"], "namespace": meta["namespace"],
-                                  "uid": meta["uid"]})
-        self._submitted = {"kind": job["kind"], "name": meta["name"], "namespace": meta["namespace"],
-                           "uid": meta["uid"]}
+            store.set(
+                STATE_KEY,
+                {"kind": job["kind"], "name": meta["name"], "namespace": meta["namespace"], "uid": meta["uid"]},
+            )
+        self._submitted = {
+            "kind": job["kind"],
+            "name": meta["name"],
+            "namespace": meta["namespace"],
+            "uid": meta["uid"],
+        }
 
     # -- execute ----------------------------------------------------------------------------------
 
@@ -268,17 +300,31 @@ class TrainingJobOperator(BaseOperator):
         if self.deferrable and not job_state(job).finished:
             self.defer(
                 trigger=TrainingJobTrigger(
-                    kind, meta["name"], meta["namespace"], meta["uid"], **hook.trigger_connection(),
-                    poll_interval=self.poll_interval, watch_timeout=self.watch_timeout,
-                    deadline=None if timeout is None else time.time() + timeout, on_kill_action=self.on_kill_action,
+                    kind,
+                    meta["name"],
+                    meta["namespace"],
+                    meta["uid"],
+                    **hook.trigger_connection(),
+                    poll_interval=self.poll_interval,
+                    watch_timeout=self.watch_timeout,
+                    deadline=None if timeout is None else time.time() + timeout,
+                    on_kill_action=self.on_kill_action,
                 ),
                 method_name="execute_complete",
             )
         select = replica_filter(self.log_replicas, job)
         follower = None
         if select is not None:
-            follower = LogFollower(client, kind, meta["name"], meta["namespace"], sink=self._log_line, select=select,
-                                   uid=meta["uid"], container=KINDS[kind].default_container if kind in KINDS else None)
+            follower = LogFollower(
+                client,
+                kind,
+                meta["name"],
+                meta["namespace"],
+                sink=self._log_line,
+                select=select,
+                uid=meta["uid"],
+                container=KINDS[kind].default_container if kind in KINDS else None,
+            )
             follower.start()
         phase = [""]
 
@@ -286,12 +332,19 @@ class TrainingJobOperator(BaseOperator):
             state = job_state(obj)
             if state.phase != phase[0]:
                 phase[0] = state.phase
-                self.log.info("%s %s/%s is %s%s", kind, meta["namespace"], meta["name"], state.phase,
-                              f": {state.message}" if state.message else "")
+                self.log.info(
+                    "%s %s/%s is %s%s",
+                    kind,
+                    meta["namespace"],
+                    meta["name"],
+                    state.phase,
+                    f": {state.message}" if state.message else "",
+                )
 
         try:
-            final = client.wait(kind, meta["name"], meta["namespace"], uid=meta["uid"], timeout=timeout,
-                                on_change=transition)
+            final = client.wait(
+                kind, meta["name"], meta["namespace"], uid=meta["uid"], timeout=timeout, on_change=transition
+            )
         except WaitTimeout as exc:
             self._abandon(client, "the job-level timeout expired")
             raise AirflowException(str(exc)) from None
@@ -329,8 +382,9 @@ class TrainingJobOperator(BaseOperator):
                 continue
             container = main_container(pod, KINDS[kind].default_container if kind in KINDS else None)
             try:
-                text = client.read_log(pod["metadata"]["name"], event["namespace"], container=container,
-                                       tail_lines=RESUME_LOG_LINES)
+                text = client.read_log(
+                    pod["metadata"]["name"], event["namespace"], container=container, tail_lines=RESUME_LOG_LINES
+                )
             except Exception as exc:
                 self.log.info("[%s] (log not available: %s)", pod["metadata"]["name"], exc)
                 continue
@@ -366,8 +420,12 @@ class TrainingJobOperator(BaseOperator):
         for failed in failures:
             pod = next(p for p in pods if p["metadata"]["name"] == failed.pod)
             try:
-                tails[failed.pod] = client.read_log(failed.pod, meta["namespace"], container=main_container(pod, container),
-                                                    tail_lines=self.log_tail_lines)
+                tails[failed.pod] = client.read_log(
+                    failed.pod,
+                    meta["namespace"],
+                    container=main_container(pod, container),
+                    tail_lines=self.log_tail_lines,
+                )
             except Exception as exc:
                 tails[failed.pod] = f"(log not available: {getattr(exc, 'reason', exc)})"
         try:
@@ -382,8 +440,14 @@ class TrainingJobOperator(BaseOperator):
             return
         if self.on_kill_action == "delete":
             gone = client.delete(ref["kind"], ref["name"], ref["namespace"], uid=ref["uid"])
-            self.log.info("%s: %s %s/%s %s", why, ref["kind"], ref["namespace"], ref["name"],
-                          "deleted" if gone else "was already gone")
+            self.log.info(
+                "%s: %s %s/%s %s",
+                why,
+                ref["kind"],
+                ref["namespace"],
+                ref["name"],
+                "deleted" if gone else "was already gone",
+            )
         else:
             self.log.info("%s: %s %s/%s kept (on_kill_action='keep')", why, ref["kind"], ref["namespace"], ref["name"])
 

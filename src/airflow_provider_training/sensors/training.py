@@ -91,8 +91,14 @@ class TrainingJobSensor(BaseSensorOperator):
             return verdict.xcom_value
         self.defer(
             trigger=TrainingJobTrigger(
-                self.kind, self.job_name, namespace, job["metadata"]["uid"], **hook.trigger_connection(),
-                poll_interval=self.poke_interval, watch_timeout=self.watch_timeout, on_kill_action="keep",
+                self.kind,
+                self.job_name,
+                namespace,
+                job["metadata"]["uid"],
+                **hook.trigger_connection(),
+                poll_interval=self.poke_interval,
+                watch_timeout=self.watch_timeout,
+                on_kill_action="keep",
             ),
             method_name="execute_complete",
             timeout=self.timeout,

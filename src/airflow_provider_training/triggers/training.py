@@ -71,15 +71,24 @@ class TrainingJobTrigger(BaseTrigger):
 
     def _event(self, status: str, message: str = "", job: dict[str, Any] | None = None) -> TriggerEvent:
         self._fired = True
-        return TriggerEvent({
-            "status": status, "kind": self.kind, "name": self.name, "namespace": self.namespace, "uid": self.uid,
-            "job": summary(job) if job else None, "message": message,
-        })
+        return TriggerEvent(
+            {
+                "status": status,
+                "kind": self.kind,
+                "name": self.name,
+                "namespace": self.namespace,
+                "uid": self.uid,
+                "job": summary(job) if job else None,
+                "message": message,
+            }
+        )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         timeout = None if self.deadline is None else max(0.0, self.deadline - time.time())
         try:
-            async with self.hook().get_client(watch_timeout=self.watch_timeout, poll_interval=self.poll_interval) as jobs:
+            async with self.hook().get_client(
+                watch_timeout=self.watch_timeout, poll_interval=self.poll_interval
+            ) as jobs:
                 job = await jobs.wait(self.kind, self.name, self.namespace, uid=self.uid, timeout=timeout)
         except WaitTimeout as exc:
             yield self._event("timeout", str(exc), exc.last)
@@ -99,5 +108,10 @@ class TrainingJobTrigger(BaseTrigger):
             return
         async with self.hook().get_client() as jobs:
             deleted = await jobs.delete(self.kind, self.name, self.namespace, uid=self.uid)
-        self.log.info("%s %s/%s %s", self.kind, self.namespace, self.name,
-                      "deleted because the task was killed" if deleted else "was already gone")
+        self.log.info(
+            "%s %s/%s %s",
+            self.kind,
+            self.namespace,
+            self.name,
+            "deleted because the task was killed" if deleted else "was already gone",
+        )
