@@ -73,7 +73,7 @@ def test_pack_and_push_runs_as_a_job_on_the_cluster(
     dag = write_dag(
         f"""
         from airflow.sdk import DAG
-        from airflow_provider_training.operators.modelkit import ModelKitPackAndPushOperator
+        from airflow_provider_training.operators.modelkit import ModelKitPackAndPushOperator, ModelKitPackOperator
 
         with DAG("modelkit_cluster", schedule=None):
             ModelKitPackAndPushOperator(
@@ -87,6 +87,10 @@ def test_pack_and_push_runs_as_a_job_on_the_cluster(
                 registry_secret_name="wrong-credentials", kubernetes_conn_id="kube_embedded",
                 poll_interval=0.5, timeout=120,
             )
+            ModelKitPackOperator(
+                task_id="pack_only", source="pvc://model-output/run1", namespace="{test_namespace}",
+                reference="{registry_basic.host}/{repo}:v2", kubernetes_conn_id="kube_embedded",
+            )
         """,
         "modelkit_cluster",
     )
@@ -97,6 +101,7 @@ def test_pack_and_push_runs_as_a_job_on_the_cluster(
     assert {ti.task_id: ti.state for ti in run.get_task_instances()} == {
         "package": "success",
         "wrong_password": "failed",
+        "pack_only": "failed",
     }, task_log[-3000:]
 
     # XCom: the digest is the registry's manifest digest, the size its manifest + blobs.
@@ -141,8 +146,11 @@ def test_pack_and_push_runs_as_a_job_on_the_cluster(
     assert "Log in successful" in pod_log and f"Pushed {digest}" in pod_log
     assert f"Pushed {digest}" in task_log  # the pod's log is followed into the task log
 
-    # The password is nowhere but in the Secret: not in the Jobs, the pod log, the task log or XCom.
-    everything = [json.dumps(job), json.dumps(by_task["wrong_password"]), pod_log, task_log, repr(x)]
+    # The password is nowhere but in the Secret: not in the Jobs, the pod log, the task log, XCom or
+    # any kit command line (the image's kit records its argv).
+    argv = (cluster.home / "kit-image" / "argv.log").read_text()
+    assert f"kit login {registry_basic.host} -u {registry_basic.username} --password-stdin --plain-http" in argv
+    everything = [json.dumps(job), json.dumps(by_task["wrong_password"]), pod_log, task_log, repr(x), argv]
     assert not [text for text in everything if registry_basic.password in text or WRONG_PASSWORD in text]
     secret = core.read_namespaced_secret("kitops-credentials", test_namespace)
     assert secret.string_data is None  # stringData is write-only, as on kube-apiserver
@@ -156,3 +164,6 @@ def test_pack_and_push_runs_as_a_job_on_the_cluster(
         f"{registry_basic.url}/v2/{repo}/tags/list", auth=(registry_basic.username, registry_basic.password)
     )
     assert tags.json()["tags"] == ["v1"]
+
+    # A ModelKit packed in a Job would vanish with its pod: packing alone on a cluster is refused.
+    assert "use ModelKitPackAndPushOperator, which packs and pushes in one Job" in task_log
