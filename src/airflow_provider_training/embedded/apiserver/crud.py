@@ -165,7 +165,8 @@ def _fold_string_data(rt: ResourceType, obj: dict[str, Any]) -> None:
     never returns it, so a secret written as text is not read back in clear."""
     if rt.key != SECRETS_KEY or not isinstance(obj.get("stringData"), dict):
         return
-    data = obj.get("data") if isinstance(obj.get("data"), dict) else {}
+    current = obj.get("data")
+    data: dict[str, Any] = current if isinstance(current, dict) else {}
     for key, value in obj.pop("stringData").items():
         data[key] = base64.b64encode(str(value).encode()).decode()
     obj["data"] = data
