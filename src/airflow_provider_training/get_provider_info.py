@@ -142,6 +142,17 @@ def get_provider_info() -> dict[str, Any]:
                         "example": "/usr/local/bin/kit",
                         "default": "",
                     },
+                    "kit_image": {
+                        "description": (
+                            "Container image of the packaging Job that ModelKit operators run on a cluster "
+                            "(a pvc:// source with a kubernetes connection). Empty means the pinned "
+                            "ghcr.io/kitops-ml/kitops release."
+                        ),
+                        "version_added": "0.1.0",
+                        "type": "string",
+                        "example": "ghcr.io/kitops-ml/kitops:v1.10.0",
+                        "default": "",
+                    },
                     "job_link_template": {
                         "description": (
                             "URL template for the job's extra link; fields {kind}, {plural}, {name}, "

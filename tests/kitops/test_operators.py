@@ -167,7 +167,7 @@ def test_pack_then_push_with_kit_engine_stand_in(write_dag, registry, monkeypatc
 def test_cluster_mode_is_a_clear_error(tmp_path):
     from airflow_provider_training.kitops.source import ClusterModeUnavailableError, resolve_source
 
-    with pytest.raises(ClusterModeUnavailableError, match="cluster-mode packaging is not available yet"):
+    with pytest.raises(ClusterModeUnavailableError, match="package it with a Job on the cluster"):
         resolve_source("pvc://out/run1", cluster=True)
     assert resolve_source("pvc://out/run1").parts[-4:] == ("pvc", "default", "out", "run1")
     with pytest.raises(ValueError, match="leaves the claim"):

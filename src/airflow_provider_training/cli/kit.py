@@ -61,7 +61,9 @@ def register(subparsers: Any) -> None:
     p = sub.add_parser("pack", help="pack a directory into a ModelKit in the local store")
     p.add_argument("directory")
     p.add_argument("-t", "--tag", help="reference, e.g. registry/namespace/repo:tag[,tag2]")
-    p.add_argument("-f", "--file", help="Kitfile path (default: the directory's Kitfile, else generated)")
+    p.add_argument(
+        "-f", "--file", help="Kitfile path, '-' for stdin (default: the directory's Kitfile, else generated)"
+    )
     p.add_argument("--compression", choices=COMPRESSIONS, default="none")
     p.set_defaults(func=cmd_pack)
 
@@ -134,9 +136,12 @@ def _guard(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namesp
 @_guard
 def cmd_pack(args: argparse.Namespace) -> int:
     ref = parse(args.tag, default_tag=DEFAULT_TAG) if args.tag else None
+    kitfile = args.file
+    if kitfile == "-":  # as kit: the Kitfile's YAML on stdin (a trailing newline marks it as text)
+        kitfile = sys.stdin.read().rstrip("\n") + "\n"
     with progress_bar("packing", None) as progress:
         res = packmod.pack(
-            args.directory, kitfile=args.file, reference=ref, compression=args.compression, progress=progress
+            args.directory, kitfile=kitfile, reference=ref, compression=args.compression, progress=progress
         )
     print(f"Model saved: {res.digest}")
     return 0

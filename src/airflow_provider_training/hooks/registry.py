@@ -70,6 +70,25 @@ class ModelKitRegistryHook(BaseHook):
             return Credential(conn.login, conn.password or "")
         return Credential(identity_token=conn.password)
 
+    def secret_data(self) -> dict[str, str]:
+        """The connection as the keys of a ``kitops-credentials`` Secret, which KitOps' containers read
+        (``KIT_USER``, ``KIT_PASSWORD``, ``KIT_UNPACK_FLAGS``, ``KIT_CA_CERT``): the deploy operator's
+        storage initializer and the packaging Job write and read the same Secret."""
+        opts = self.options
+        flags = []
+        if opts["plain_http"]:
+            flags.append("--plain-http")
+        if not opts["tls_verify"]:
+            flags.append("--tls-verify=false")
+        data = {"KIT_UNPACK_FLAGS": " ".join(flags)}
+        credential = self.credential
+        if credential is not None:
+            data["KIT_USER"] = credential.username
+            data["KIT_PASSWORD"] = credential.password or credential.identity_token
+        if opts["ca_cert"]:
+            data["KIT_CA_CERT"] = str(opts["ca_cert"])
+        return data
+
     def get_conn(self, registry: str | None = None) -> RegistryClient:
         """A client for ``registry`` (default: the connection's host) with the connection's credentials."""
         opts = self.options

@@ -183,19 +183,7 @@ class InferenceServiceOperator(BaseOperator):
             return None
         from airflow_provider_training.hooks.registry import ModelKitRegistryHook
 
-        hook = ModelKitRegistryHook(self.registry_conn_id)
-        flags = []
-        if hook.options["plain_http"]:
-            flags.append("--plain-http")
-        if not hook.options["tls_verify"]:
-            flags.append("--tls-verify=false")
-        data = {"KIT_UNPACK_FLAGS": " ".join(flags)}
-        credential = hook.credential
-        if credential is not None:
-            data["KIT_USER"] = credential.username
-            data["KIT_PASSWORD"] = credential.password or credential.identity_token
-        if hook.options["ca_cert"]:
-            data["KIT_CA_CERT"] = str(hook.options["ca_cert"])
+        data = ModelKitRegistryHook(self.registry_conn_id).secret_data()
         return {
             "apiVersion": "v1",
             "kind": "Secret",

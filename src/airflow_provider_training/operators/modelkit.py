@@ -3,31 +3,47 @@
 XCom: ``reference``, ``digest``, ``size`` (pushed as soon as known); the return value lists the layers.
 Each push emits an Asset event on ``modelkit://<registry>/<namespace>/<repo>`` with tag and digest in
 the event's extra (through the task's ``modelkit`` AssetAlias, since the reference is templated).
+
+``mode``: ``local`` packs on the worker; ``job`` (``ModelKitPackAndPushOperator`` with a ``pvc://``
+source) packs and pushes in a ``batch/v1`` Job on the cluster that mounts the claim
+(``operators/modelkit_job.py``); ``auto`` (default) is ``job`` exactly when the source is ``pvc://``
+and a ``kubernetes`` connection is in use (``kubernetes_conn_id`` or ``[training] kubernetes_conn_id``).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from airflow.sdk import Asset, AssetAlias, BaseOperator
 from airflow.sdk.exceptions import AirflowException
 
+from airflow_provider_training.client.sync import TrainingJobClient
 from airflow_provider_training.kitops import pack as packmod
 from airflow_provider_training.kitops import transfer
 from airflow_provider_training.kitops.api import make_client
 from airflow_provider_training.kitops.engine import KitEngine, KitEngineError
+from airflow_provider_training.kitops.packagejob import KIT_IMAGE, PackageJob
 from airflow_provider_training.kitops.reference import DEFAULT_TAG, Reference, ReferenceError, parse
 from airflow_provider_training.kitops.registry import RegistryClient, RegistryError
-from airflow_provider_training.kitops.source import ClusterModeUnavailableError, resolve_source
+from airflow_provider_training.kitops.source import PVC_SCHEME, ClusterModeUnavailableError, resolve_source, split_pvc
 from airflow_provider_training.kitops.store import LocalStore, StoreError
 from airflow_provider_training.kitops.tarlayer import COMPRESSIONS
 from airflow_provider_training.links.modelkit import ModelKitRegistryLink
+from airflow_provider_training.operators.modelkit_job import FINISH_ACTIONS, PackagingJobRunner, job_name
 from airflow_provider_training.specs.kitfile import KitfileError
 
 ENGINES = ("native", "kit")
+MODES = ("auto", "local", "job")
 ASSET_SCHEME = "modelkit://"
+
+
+def _label(value: str | None) -> str:
+    """A Kubernetes label value (63 characters of [A-Za-z0-9._-], alphanumeric at both ends)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", value or "")[:63].strip("-._")
 
 
 def modelkit_asset(ref: Reference) -> Asset:
@@ -43,6 +59,10 @@ class _ModelKitBase(BaseOperator):
         "registry_conn_id",
         "compression",
         "engine",
+        "mode",
+        "namespace",
+        "kubernetes_conn_id",
+        "image",
     )
     template_fields_renderers = {"kitfile": "yaml"}
     operator_extra_links = (ModelKitRegistryLink(),)
@@ -60,6 +80,14 @@ class _ModelKitBase(BaseOperator):
         kit_binary: str | None = None,
         namespace: str = "default",
         kubernetes_conn_id: str | None = None,
+        mode: str = "auto",
+        image: str | None = None,
+        registry_secret_name: str = "kitops-credentials",
+        on_finish_action: str = "delete_succeeded",
+        timeout: float = 3600.0,
+        poll_interval: float = 10.0,
+        backoff_limit: int = 0,
+        log_tail_lines: int = 30,
         **kwargs: Any,
     ) -> None:
         self.alias = AssetAlias(f"modelkit:{kwargs.get('task_id', '')}")
@@ -74,10 +102,26 @@ class _ModelKitBase(BaseOperator):
         self.engine = engine
         self.kit_binary = kit_binary
         self.namespace = namespace
+        if kubernetes_conn_id is None:
+            from airflow.sdk import conf
+
+            kubernetes_conn_id = conf.get("training", "kubernetes_conn_id", fallback="") or None
         self.kubernetes_conn_id = kubernetes_conn_id
+        if on_finish_action not in FINISH_ACTIONS:
+            raise ValueError(f"on_finish_action must be one of {', '.join(FINISH_ACTIONS)} (got {on_finish_action!r})")
+        self.mode = mode
+        self.image = image
+        self.registry_secret_name = registry_secret_name
+        self.on_finish_action = on_finish_action
+        self.timeout = timeout
+        self.poll_interval = poll_interval
+        self.backoff_limit = backoff_limit
+        self.log_tail_lines = log_tail_lines
 
     # -- shared steps -------------------------------------------------------------------------------
     def _check(self) -> Reference:
+        if self.mode not in MODES:
+            raise AirflowException(f"mode {self.mode!r} is not one of {', '.join(MODES)}")
         if self.engine not in ENGINES:
             raise AirflowException(f"engine {self.engine!r} is not one of {', '.join(ENGINES)}")
         if self.compression not in COMPRESSIONS:
@@ -170,6 +214,10 @@ class _ModelKitBase(BaseOperator):
         except (RegistryError, StoreError, KitEngineError) as exc:
             raise AirflowException(str(exc)) from None
         self._xcom(context, ref, result)
+        self._asset_event(context, ref, result)
+        return result
+
+    def _asset_event(self, context: Any, ref: Reference, result: dict[str, Any]) -> None:
         extra = {
             "reference": str(ref),
             "registry": ref.registry,
@@ -180,7 +228,105 @@ class _ModelKitBase(BaseOperator):
         }
         context["outlet_events"][self.alias].add(modelkit_asset(ref), extra=extra)
         self.log.info("Pushed %s@%s", ref, result["digest"])
+
+    # -- cluster mode ------------------------------------------------------------------------------
+    def _runs_as_job(self) -> bool:
+        """Whether this task packs in a Job on the cluster (see the module docstring)."""
+        pvc = bool(self.source) and str(self.source).startswith(PVC_SCHEME)
+        if self.mode == "job":
+            if not pvc:
+                raise AirflowException(
+                    f"mode='job' packs a PersistentVolumeClaim on the cluster: source must be "
+                    f"pvc://<claim>/<path> (got {self.source!r})"
+                )
+            return True
+        return self.mode == "auto" and pvc and bool(self.kubernetes_conn_id)
+
+    def _pack_and_push_in_job(self, ref: Reference, context: Any) -> dict[str, Any]:
+        from airflow_provider_training.operators.deploy import api_client
+
+        try:
+            split = split_pvc(str(self.source))
+        except ValueError as exc:
+            raise AirflowException(str(exc)) from None
+        assert split is not None
+        claim, path = split
+        secret_data, net = None, {"plain_http": False, "tls_verify": True}
+        if self.registry_conn_id:
+            from airflow_provider_training.hooks.registry import ModelKitRegistryHook
+
+            hook = ModelKitRegistryHook(self.registry_conn_id)
+            opts = hook.options
+            if opts["ca_cert"]:
+                raise AirflowException(
+                    f"connection {self.registry_conn_id!r}: a custom CA (ca_cert) is not supported by the "
+                    "packaging Job yet; use a registry with a publicly trusted certificate or mode='local'"
+                )
+            net = {"plain_http": opts["plain_http"], "tls_verify": opts["tls_verify"]}
+            secret_data = hook.secret_data() if hook.credential is not None else None
+        ti = context["ti"]
+        job = PackageJob(
+            name=job_name(self.task_id, str(ti.run_id), int(getattr(ti, "try_number", 1) or 1)),
+            namespace=self.namespace,
+            claim=claim,
+            path=path,
+            reference=str(ref),
+            registry=ref.registry,
+            image=self._image(),
+            kitfile=self._job_kitfile(),
+            compression=self.compression,
+            secret=self.registry_secret_name if secret_data else None,
+            backoff_limit=self.backoff_limit,
+            active_deadline_seconds=int(self.timeout) if self.timeout else None,
+            labels={
+                "airflow.apache.org/dag-id": _label(self.dag_id),
+                "airflow.apache.org/task-id": _label(self.task_id),
+            },
+            **net,
+        )
+        client = TrainingJobClient(api_client(self.kubernetes_conn_id), poll_interval=self.poll_interval)
+        self._runner = PackagingJobRunner(
+            client,
+            job,
+            secret_data=secret_data,
+            log=self.log,
+            timeout=self.timeout,
+            on_finish_action=self.on_finish_action,
+            log_tail_lines=self.log_tail_lines,
+        )
+        output = self._runner.run()
+        manifest = output.manifest or {}
+        result = {
+            "digest": output.digest,
+            "size": output.size,
+            "layers": transfer._layer_summary(manifest),
+            "uploaded": None,
+        }
+        self._xcom(context, ref, result)
+        self._asset_event(context, ref, result)
         return result
+
+    def _image(self) -> str:
+        if self.image:
+            return self.image
+        from airflow.sdk import conf
+
+        return conf.get("training", "kit_image", fallback="") or KIT_IMAGE
+
+    def _job_kitfile(self) -> str | None:
+        """YAML text goes to the Job as is; a path on this worker is sent as its text; any other
+        path is taken as relative to the claim's root (or absolute inside the container)."""
+        if self.kitfile is None or "\n" in self.kitfile:
+            return self.kitfile
+        local = Path(self.kitfile).expanduser()
+        if local.is_file():
+            return local.read_text()
+        return self.kitfile
+
+    def on_kill(self) -> None:
+        runner = getattr(self, "_runner", None)
+        if runner is not None:
+            runner.delete()
 
     def _xcom(self, context: Any, ref: Reference, result: dict[str, Any]) -> None:
         ti = context["ti"]
@@ -205,6 +351,11 @@ class ModelKitPackOperator(_ModelKitBase):
 
     def execute(self, context: Any) -> dict[str, Any]:
         ref = self._check()
+        if self._runs_as_job():
+            raise AirflowException(
+                f"{self.source} is on the cluster, and a ModelKit packed in a Job there would vanish with its "
+                "pod: use ModelKitPackAndPushOperator, which packs and pushes in one Job"
+            )
         return self._return(ref, self._pack(ref, context))
 
 
@@ -213,6 +364,11 @@ class ModelKitPushOperator(_ModelKitBase):
 
     def execute(self, context: Any) -> dict[str, Any]:
         ref = self._check()
+        if self.mode == "job":
+            raise AirflowException(
+                "ModelKitPushOperator pushes from this worker's store; mode='job' needs "
+                "ModelKitPackAndPushOperator with a pvc:// source"
+            )
         return self._return(ref, self._push(ref, context))
 
 
@@ -221,5 +377,7 @@ class ModelKitPackAndPushOperator(_ModelKitBase):
 
     def execute(self, context: Any) -> dict[str, Any]:
         ref = self._check()
+        if self._runs_as_job():
+            return self._return(ref, self._pack_and_push_in_job(ref, context))
         self._pack(ref, context)
         return self._return(ref, self._push(ref, context))

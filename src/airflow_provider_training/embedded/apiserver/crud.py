@@ -47,6 +47,8 @@ from airflow_provider_training.embedded.store import (
 )
 from airflow_provider_training.specs.crds import all_crds
 
+SECRETS_KEY = "core/secrets"
+
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
@@ -155,6 +157,19 @@ def _prepare_new(ctx: ServerContext, rt: ResourceType, obj: dict[str, Any]) -> N
         obj["status"] = {"phase": "Active"}
     elif rt is PVCS:
         volumes.bind(ctx.home, obj)
+    _fold_string_data(rt, obj)
+
+
+def _fold_string_data(rt: ResourceType, obj: dict[str, Any]) -> None:
+    """A Secret's ``stringData`` is write-only: kube-apiserver merges it into ``data`` (base64) and
+    never returns it, so a secret written as text is not read back in clear."""
+    if rt.key != SECRETS_KEY or not isinstance(obj.get("stringData"), dict):
+        return
+    current = obj.get("data")
+    data: dict[str, Any] = current if isinstance(current, dict) else {}
+    for key, value in obj.pop("stringData").items():
+        data[key] = base64.b64encode(str(value).encode()).decode()
+    obj["data"] = data
 
 
 # -- verbs -------------------------------------------------------------------------------------
@@ -305,6 +320,7 @@ def _finish_update(
             new, warnings = admit_training_job(rt, new, old, mode)
         elif rt.key == BATCH_JOBS:
             batchjobs.admit_update(rt, new, old)
+        _fold_string_data(rt, new)
     if _dry_run(request):
         return _single(request, rt, new, 200, warnings)
     return _single(request, rt, _store_update(ctx, rt, new), 200, warnings)

@@ -1,0 +1,171 @@
+"""Cluster-mode packaging for the ModelKit operators: write the registry Secret, run the packaging
+``batch/v1`` Job (``kitops.packagejob``), follow its log into the task log, wait for ``Complete`` /
+``Failed`` and read the pushed digest and manifest from the pod's log.
+
+The same code path serves a real cluster and the embedded control plane (which runs batch Jobs as
+local processes); only the ``kubernetes`` connection differs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from airflow.sdk.exceptions import AirflowException
+
+from airflow_provider_training.client.errors import JobDeleted, WaitTimeout
+from airflow_provider_training.client.logs import LogFollower
+from airflow_provider_training.client.state import job_state
+from airflow_provider_training.client.sync import TrainingJobClient
+from airflow_provider_training.kitops import packagejob
+from airflow_provider_training.kitops.packagejob import PackageJob, PackageLogError, PackageOutput
+
+FINISH_ACTIONS = ("keep", "delete", "delete_succeeded")
+KIND = "Job"
+
+
+def job_name(task_id: str, run_id: str, try_number: int) -> str:
+    """``modelkit-<task>-<hash>``: a DNS label, unique per task try."""
+    slug = re.sub(r"[^a-z0-9-]+", "-", task_id.lower()).strip("-")[:40] or "task"
+    suffix = hashlib.sha256(f"{run_id}/{task_id}/{try_number}".encode()).hexdigest()[:8]
+    return f"modelkit-{slug}-{suffix}"
+
+
+@dataclass
+class Redactor:
+    """Masks secrets in text that reaches the task log or an error message (defence in depth: the
+    Job never prints them)."""
+
+    secrets: tuple[str, ...] = ()
+
+    def __call__(self, text: str) -> str:
+        for s in self.secrets:
+            if s:
+                text = text.replace(s, "***")
+        return text
+
+
+class PackagingJobRunner:
+    def __init__(
+        self,
+        client: TrainingJobClient,
+        job: PackageJob,
+        *,
+        secret_data: dict[str, str] | None,
+        log: Any,
+        timeout: float,
+        on_finish_action: str,
+        log_tail_lines: int,
+    ) -> None:
+        self.client, self.job, self.log = client, job, log
+        self.secret_data = secret_data
+        self.timeout, self.on_finish_action, self.log_tail_lines = timeout, on_finish_action, log_tail_lines
+        self.redact = Redactor(tuple(v for k, v in (secret_data or {}).items() if k == packagejob.PASSWORD_KEY))
+        self.uid: str | None = None
+
+    # -- objects -----------------------------------------------------------------------------------
+    def apply_secret(self) -> None:
+        from kubernetes.client.rest import ApiException
+
+        if not (self.secret_data and self.job.secret):
+            return
+        body = packagejob.secret(self.job.secret, self.job.namespace, self.secret_data)
+        try:
+            self.client.core.create_namespaced_secret(self.job.namespace, body)
+        except ApiException as exc:
+            if exc.status != 409:
+                raise AirflowException(
+                    f"could not create Secret {self.job.namespace}/{self.job.secret}: {exc.status} {exc.reason}"
+                ) from None
+            self.client.core.replace_namespaced_secret(self.job.secret, self.job.namespace, body)
+
+    def create(self) -> dict[str, Any]:
+        from kubernetes.client.rest import ApiException
+
+        try:
+            created = self.client.create(packagejob.manifest(self.job), self.job.namespace)
+        except ApiException as exc:
+            raise AirflowException(
+                f"could not create packaging Job {self.job.namespace}/{self.job.name}: {exc.status} "
+                f"{self.redact(str(exc.body or exc.reason))}"
+            ) from None
+        self.uid = created["metadata"]["uid"]
+        return created
+
+    def delete(self) -> None:
+        if self.uid:
+            self.client.delete(KIND, self.job.name, self.job.namespace, propagation="Background", uid=self.uid)
+
+    # -- running -----------------------------------------------------------------------------------
+    def run(self) -> PackageOutput:
+        """Create the Job, wait for it and return what it pushed; raise with the Job's reason and
+        the pod's log tail when it fails."""
+        self.apply_secret()
+        self.create()
+        self.log.info(
+            "Packaging %s in Job %s/%s (image %s, PersistentVolumeClaim %s mounted read-only)",
+            self.job.reference,
+            self.job.namespace,
+            self.job.name,
+            self.job.image,
+            self.job.claim,
+        )
+        follower = LogFollower(
+            self.client, KIND, self.job.name, self.job.namespace, sink=self._sink, uid=self.uid
+        ).start()
+        try:
+            obj = self.client.wait(KIND, self.job.name, self.job.namespace, uid=self.uid, timeout=self.timeout)
+        except WaitTimeout:
+            follower.stop(drain=1.0)
+            tail = self._log(self.log_tail_lines)
+            if self.on_finish_action != "keep":
+                self.delete()
+            raise AirflowException(
+                f"packaging Job {self.job.namespace}/{self.job.name} did not finish within {self.timeout:g}s"
+                f"{self._tail_text(tail)}"
+            ) from None
+        except JobDeleted as exc:
+            follower.stop(drain=1.0)
+            raise AirflowException(str(exc)) from None
+        follower.stop(drain=5.0)
+        state = job_state(obj)
+        if not state.succeeded:
+            tail = self._log(self.log_tail_lines)
+            if self.on_finish_action == "delete":
+                self.delete()
+            raise AirflowException(
+                f"packaging Job {self.job.namespace}/{self.job.name} failed: {state.reason}: {state.message}"
+                f"{self._tail_text(tail)}"
+            )
+        _, text = self._log(None)
+        if self.on_finish_action in ("delete", "delete_succeeded"):
+            self.delete()
+        try:
+            return packagejob.parse_log(text)
+        except PackageLogError as exc:
+            raise AirflowException(f"packaging Job {self.job.namespace}/{self.job.name}: {exc}") from None
+
+    def _sink(self, line: str) -> None:
+        self.log.info("%s", self.redact(line))
+
+    def _log(self, tail_lines: int | None) -> tuple[str, str]:
+        """``(pod name, its log)`` of the Job's newest pod ('' when it has none)."""
+        pods = self.client.pods(KIND, self.job.name, self.job.namespace, uid=self.uid)
+        if not pods:
+            return "", ""
+        newest: dict[str, Any] = max(pods, key=lambda p: str(p["metadata"].get("creationTimestamp") or ""))
+        pod = str(newest["metadata"]["name"])
+        try:
+            text = self.client.read_log(pod, self.job.namespace, container=packagejob.CONTAINER, tail_lines=tail_lines)
+        except Exception as exc:  # the failure report must not fail on a missing log
+            return pod, f"(log not available: {getattr(exc, 'reason', exc)})"
+        return pod, self.redact(text)
+
+    @staticmethod
+    def _tail_text(tail: tuple[str, str]) -> str:
+        pod, text = tail
+        if not pod:
+            return " (no pod was created; see the Job's events)"
+        return f"\nlast lines of pod {pod}:\n{text.rstrip()}"
