@@ -106,10 +106,6 @@ class LogFollower:
                 if self._stop.wait(min(2.0, self.client.poll_interval)):
                     return
                 cursor.resource_version = ""
-            except Exception:
-                if self._stop.is_set():  # stop() closed the watch under the reader (urllib3 then fails oddly)
-                    return
-                raise
 
     def _consider(self, pod: dict[str, Any]) -> None:
         if not owned_by(pod, self.uid) or not self.select(pod):
