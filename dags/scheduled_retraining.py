@@ -68,7 +68,7 @@ with DAG(
     doc_md=__doc__,
     params={
         "epochs": Param(10, type="integer", minimum=1, maximum=200),
-        "learning_rate": Param(0.05, type="number", exclusiveMinimum=0, maximum=1),
+        "learning_rate": Param(0.01, type="number", exclusiveMinimum=0, maximum=1),
         "metric": Param("accuracy", type="string", enum=["accuracy"], description="Key of metrics.json to compare."),
         "min_improvement": Param(0.0, type="number", minimum=0, description="How much better the candidate must be."),
         "repository": Param("ml-models/digits-classifier", type="string"),

@@ -89,7 +89,7 @@ with DAG(
     params={
         "epochs": Param(10, type="integer", minimum=1, maximum=200, description="Passes over the training set."),
         "batch_size": Param(64, type="integer", minimum=1, maximum=1024),
-        "learning_rate": Param(0.05, type="number", exclusiveMinimum=0, maximum=1),
+        "learning_rate": Param(0.01, type="number", exclusiveMinimum=0, maximum=1),
         "repository": Param(
             "ml-models/digits-classifier",
             type="string",

@@ -39,7 +39,7 @@ with DAG(
         "kind": Param("PyTorchJob", type="string", enum=["PyTorchJob", "TFJob"], title="Job kind"),
         "workers": Param(1, type="integer", minimum=0, maximum=4, title="Workers (besides Master/chief)"),
         "epochs": Param(5, type="integer", minimum=1, maximum=200, title="Epochs"),
-        "learning_rate": Param(0.05, type="number", exclusiveMinimum=0, maximum=1, title="Learning rate"),
+        "learning_rate": Param(0.01, type="number", exclusiveMinimum=0, maximum=1, title="Learning rate"),
         "batch_size": Param(64, type="integer", minimum=8, maximum=1024, title="Batch size"),
         "repository": Param(
             "ml-models/digits-classifier",

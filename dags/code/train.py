@@ -44,7 +44,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--epochs", type=int, default=int(os.environ.get("EPOCHS", "10")))
     parser.add_argument("--batch-size", type=int, default=int(os.environ.get("BATCH_SIZE", "64")))
     parser.add_argument(
-        "--lr", "--learning-rate", dest="lr", type=float, default=float(os.environ.get("LEARNING_RATE", "0.05"))
+        "--lr", "--learning-rate", dest="lr", type=float, default=float(os.environ.get("LEARNING_RATE", "0.01"))
     )
     parser.add_argument("--output", default=os.environ.get("OUTPUT_DIR", "/output"))
     parser.add_argument("--seed", type=int, default=0)
@@ -98,7 +98,7 @@ def main() -> None:
     loader = DataLoader(train_set, batch_size=args.batch_size, sampler=sampler, shuffle=sampler is None)
     net = DigitsNet()
     model: nn.Module = DistributedDataParallel(net) if distributed else net
-    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
+    optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
     loss_fn = nn.CrossEntropyLoss()
 
     started = time.time()

@@ -19,7 +19,6 @@ from tests.controllers.jobs import wait_for
 
 PY = sys.executable
 KUBECTL = Path(sys.executable).with_name("kubectl")
-pytestmark = pytest.mark.skipif(not KUBECTL.exists(), reason="needs kubectl")
 
 
 class Kubectl:

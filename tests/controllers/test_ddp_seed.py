@@ -29,7 +29,6 @@ SEED = Path(os.environ.get("TRAINING_SEED_DIR", "/work/shared/examples/seed")) /
 KUBECTL = Path(sys.executable).with_name("kubectl")
 
 pytest.importorskip("torch")
-pytestmark = pytest.mark.skipif(not SEED.exists() or not KUBECTL.exists(), reason="needs the seed and kubectl")
 
 
 @pytest.fixture(scope="module")

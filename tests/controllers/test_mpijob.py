@@ -3,15 +3,12 @@ through ``kubexec.sh`` and the ``kubectl`` the node agent delivers; the ranks do
 
 from __future__ import annotations
 
-import shutil
 import sys
 from typing import Any
 
 import pytest
 
 from tests.controllers.jobs import Jobs, conditions, wait_for
-
-pytestmark = pytest.mark.skipif(shutil.which("mpirun") is None, reason="needs OpenMPI's mpirun (openmpi-bin)")
 
 RANK = (
     "import os; from mpi4py import MPI; c = MPI.COMM_WORLD; "

