@@ -61,6 +61,17 @@ airflow dags test train_package_deploy -c "{\"epochs\": ${EPOCHS:-5}}" >"$STATE/
 
 python - <<'EOF'
 import json, os, subprocess
+
+
+def value(raw):
+    """XCom values are stored as JSON; older rows or plain strings come back as they are."""
+    if isinstance(raw, (str, bytes)):
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw.decode() if isinstance(raw, bytes) else raw
+    return raw
+
 from airflow.models.dagrun import DagRun
 from airflow.models.xcom import XComModel
 from airflow.settings import Session
@@ -68,7 +79,7 @@ from airflow.settings import Session
 with Session() as s:
     run = s.query(DagRun).filter(DagRun.dag_id == "train_package_deploy").order_by(DagRun.id.desc()).first()
     rows = s.query(XComModel).filter(XComModel.dag_id == run.dag_id, XComModel.run_id == run.run_id).all()
-    x = {(r.task_id, r.key): (json.loads(r.value) if isinstance(r.value, (str, bytes)) else r.value) for r in rows}
+    x = {(r.task_id, r.key): value(r.value) for r in rows}
 env = {**os.environ, "KUBECONFIG": os.path.join(os.environ["AIRFLOW_TRAINING_HOME"], "kubeconfig")}
 job = x.get(("train", "job_name"))
 print(f"DAG run {run.run_id}: {run.state}")
