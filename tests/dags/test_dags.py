@@ -153,3 +153,31 @@ def test_scheduled_retraining_deploys_only_on_improvement(
         assert served in (deployed_storage_uri("digits", test_namespace) or "")
     finally:
         delete_and_wait(kube_api, test_namespace, "digits")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("dag_id", "conf", "ran"),
+    [
+        (
+            "ui_triggered_training",
+            {"epochs": 1, "workers": 1, "kind": "PyTorchJob", "deploy": False},
+            {"choose_kind", "job_spec", "train_pytorchjob", "package"},  # TFJob branch and deploy skipped
+        ),
+        ("tfjob_example", {}, {"train"}),
+        ("mpijob_example", {}, {"train"}),
+        ("xgboostjob_example", {}, {"train", "package"}),
+        ("package_in_training_job", {}, {"registry_secret", "train_and_package"}),
+        ("package_after_training", {}, {"submit", "wait_for_training", "package"}),
+    ],
+)
+def test_example_dag_runs_end_to_end(airflow_db, repo_dags, registry_default, test_namespace, dag_id, conf, ran):
+    dag = load(repo_dags, dag_id)
+    params = {"namespace": test_namespace} if "namespace" in dag.params else {}
+    if "epochs" in dag.params and "epochs" not in conf:
+        params["epochs"] = 1
+    run = dag.test(run_conf={**params, **conf})
+    result = states(run)
+    failed = {task: state for task, state in result.items() if state not in ("success", "skipped")}
+    assert run.state == "success" and not failed, failed
+    assert {task for task, state in result.items() if state == "success"} == ran, result
