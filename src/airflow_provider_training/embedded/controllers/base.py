@@ -12,12 +12,45 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 from airflow_provider_training.embedded.paths import Home
 from airflow_provider_training.embedded.store import Store, WatchEvent
 
 log = logging.getLogger(__name__)
+
+
+K = TypeVar("K")
+
+
+class WorkQueue(Generic[K]):
+    """A de-duplicating work queue with delayed re-adds, like client-go's workqueue: a key waiting
+    in the queue is not added twice, and ``add_after`` keeps one pending timer per key."""
+
+    def __init__(self) -> None:
+        self._queue: asyncio.Queue[K] = asyncio.Queue()
+        self._queued: set[K] = set()
+        self._timers: dict[K, asyncio.TimerHandle] = {}
+
+    def add(self, key: K) -> None:
+        if key not in self._queued:
+            self._queued.add(key)
+            self._queue.put_nowait(key)
+
+    def add_after(self, key: K, delay: float) -> None:
+        self.forget(key)
+        self._timers[key] = asyncio.get_running_loop().call_later(max(delay, 0.0), self.add, key)
+
+    def forget(self, key: K) -> None:
+        """Drop the key's pending timer (its object was deleted)."""
+        timer = self._timers.pop(key, None)
+        if timer is not None:
+            timer.cancel()
+
+    async def get(self) -> K:
+        key = await self._queue.get()
+        self._queued.discard(key)
+        return key
 
 
 @dataclass

@@ -30,7 +30,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from airflow_provider_training.embedded.apiserver.batchjobs import CONTROLLER_UID
-from airflow_provider_training.embedded.controllers.base import ControllerContext
+from airflow_provider_training.embedded.controllers.base import ControllerContext, WorkQueue
 from airflow_provider_training.embedded.events import record_event
 from airflow_provider_training.embedded.node.runtime import WORKING_DIR_ANNOTATION
 from airflow_provider_training.embedded.resources import BY_KEY, PODS
@@ -116,9 +116,7 @@ class BatchJobController:
     name = "batch-jobs"
 
     def __init__(self) -> None:
-        self.queue: asyncio.Queue[Key] = asyncio.Queue()
-        self.queued: set[Key] = set()
-        self.timers: dict[Key, asyncio.TimerHandle] = {}
+        self.work: WorkQueue[Key] = WorkQueue()
         self.failures_seen: dict[str, float] = {}  # failed pod uid -> when this controller saw it fail
         self.backoff = pod_backoff()
 
@@ -128,8 +126,7 @@ class BatchJobController:
         tasks = [asyncio.create_task(self._watch_jobs()), asyncio.create_task(self._watch_pods())]
         try:
             while not ctx.stopping.is_set():
-                key = await self.queue.get()
-                self.queued.discard(key)
+                key = await self.work.get()
                 try:
                     self.reconcile(*key)
                 except ConflictError:
@@ -143,21 +140,16 @@ class BatchJobController:
 
     # -- queueing -------------------------------------------------------------------------------
     def enqueue(self, key: Key) -> None:
-        if key not in self.queued:
-            self.queued.add(key)
-            self.queue.put_nowait(key)
+        self.work.add(key)
 
     def enqueue_after(self, key: Key, delay: float) -> None:
-        if key in self.timers:
-            self.timers[key].cancel()
-        self.timers[key] = asyncio.get_running_loop().call_later(max(delay, 0.0), self.enqueue, key)
+        self.work.add_after(key, delay)
 
     async def _watch_jobs(self) -> None:
         async for event in self.ctx.informer(JOBS.key):
             key = (event.namespace, event.name)
             if event.type == "DELETED":
-                if key in self.timers:
-                    self.timers.pop(key).cancel()
+                self.work.forget(key)
             else:
                 self.enqueue(key)
 

@@ -39,7 +39,7 @@ from urllib.parse import urlsplit
 from aiohttp import ClientError, ClientTimeout
 
 from airflow_provider_training.embedded import podlogs
-from airflow_provider_training.embedded.controllers.base import ControllerContext
+from airflow_provider_training.embedded.controllers.base import ControllerContext, WorkQueue
 from airflow_provider_training.embedded.controllers.ingress import Backend, Ingress
 from airflow_provider_training.embedded.controllers.predictor import (
     ISVC_LABEL,
@@ -126,8 +126,7 @@ class InferenceServiceController:
     name = "inferenceservices"
 
     def __init__(self) -> None:
-        self.queue: asyncio.Queue[Key] = asyncio.Queue()
-        self.queued: set[Key] = set()
+        self.work: WorkQueue[Key] = WorkQueue()
         self.ready: dict[str, bool] = {}  # pod uid -> readiness probe result
         self.probes: dict[str, asyncio.Task[None]] = {}  # pod uid -> probe loop
         self.serving: dict[Key, tuple[str, str, Backend]] = {}  # isvc -> (revision, pod uid, backend)
@@ -144,22 +143,19 @@ class InferenceServiceController:
         tasks = [asyncio.create_task(self._watch_isvcs()), asyncio.create_task(self._watch_pods())]
         try:
             while not ctx.stopping.is_set():
-                key = await self.queue.get()
-                self.queued.discard(key)
+                key = await self.work.get()
                 try:
                     await self.reconcile(*key)
                 except Exception:
                     log.exception("reconciling InferenceService %s/%s failed", *key)
-                    asyncio.get_running_loop().call_later(1.0, self.enqueue, key)
+                    self.work.add_after(key, 1.0)
         finally:
             for task in [*tasks, *self.probes.values(), *self.drains]:
                 task.cancel()
             await self.ingress.close_all()
 
     def enqueue(self, key: Key) -> None:
-        if key not in self.queued:
-            self.queued.add(key)
-            self.queue.put_nowait(key)
+        self.work.add(key)
 
     async def _watch_isvcs(self) -> None:
         async for event in self.ctx.informer(ISVCS.key):

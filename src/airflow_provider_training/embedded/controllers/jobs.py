@@ -21,7 +21,7 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
-from airflow_provider_training.embedded.controllers.base import ControllerContext
+from airflow_provider_training.embedded.controllers.base import ControllerContext, WorkQueue
 from airflow_provider_training.embedded.events import record_event
 from airflow_provider_training.embedded.node.network import LocalAddressing, shared_network
 from airflow_provider_training.embedded.node.runtime import WORKING_DIR_ANNOTATION
@@ -54,9 +54,7 @@ class JobController:
     name = "training-jobs"
 
     def __init__(self) -> None:
-        self.queue: asyncio.Queue[Key] = asyncio.Queue()
-        self.queued: set[Key] = set()
-        self.timers: dict[Key, asyncio.TimerHandle] = {}
+        self.work: WorkQueue[Key] = WorkQueue()
         self.exited: set[tuple[str, int, int]] = set()
 
     async def run(self, ctx: ControllerContext) -> None:
@@ -67,8 +65,7 @@ class JobController:
         tasks.append(asyncio.create_task(self._watch_pods()))
         try:
             while not ctx.stopping.is_set():
-                key = await self.queue.get()
-                self.queued.discard(key)
+                key = await self.work.get()
                 try:
                     self.reconcile(*key)
                 except ConflictError:
@@ -82,15 +79,10 @@ class JobController:
 
     # -- queueing -------------------------------------------------------------------------------
     def enqueue(self, key: Key) -> None:
-        if key not in self.queued:
-            self.queued.add(key)
-            self.queue.put_nowait(key)
+        self.work.add(key)
 
     def enqueue_after(self, key: Key, delay: float) -> None:
-        if key in self.timers:
-            self.timers[key].cancel()
-        loop = asyncio.get_running_loop()
-        self.timers[key] = loop.call_later(max(delay, 0.0), self.enqueue, key)
+        self.work.add_after(key, delay)
 
     async def _watch_jobs(self, rt: ResourceType) -> None:
         async for event in self.ctx.informer(rt.key):
@@ -109,8 +101,7 @@ class JobController:
     def _forget(self, rt: ResourceType, obj: dict[str, Any]) -> None:
         """A deleted job: its pods go by garbage collection; give back their addresses and ports."""
         key = (rt.key, obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
-        if key in self.timers:
-            self.timers.pop(key).cancel()
+        self.work.forget(key)
         try:
             job = with_defaults(job_from_dict(obj))
         except Exception:
