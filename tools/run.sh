@@ -14,7 +14,7 @@ export PATH="$ROOT/.venv/bin:$PATH"
 
 STATE="$ROOT/.run"
 if [ "${1:-}" = "--clean" ]; then
-    airflow-training embedded stop --home "$STATE/training" >/dev/null 2>&1 || true
+    airflow-training embedded stop --all --home "$STATE/training" >/dev/null 2>&1 || true
     [ -f "$STATE/registry.pid" ] && kill "$(cat "$STATE/registry.pid")" 2>/dev/null || true
     rm -rf "$STATE"
 fi
@@ -93,4 +93,4 @@ smoke = x[("smoke_test", "return_value")]
 print(f"prediction: the first test digit (a {smoke['first_label']}) was classified as {smoke['first_prediction']}; "
       f"accuracy on 100 digits {smoke['accuracy']:.2f}")
 EOF
-echo "the model keeps serving; stop everything with: airflow-training embedded stop --home $STATE/training (after kubectl delete isvc digits)"
+echo "the model keeps serving; stop everything with: airflow-training embedded stop --all --home $STATE/training; kill \$(cat $STATE/registry.pid)"

@@ -39,7 +39,7 @@ def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
     )
     plane = start(home, env=FAST_SETTINGS)
     yield plane
-    stop(home)
+    stop(home, replicas=True)
 
 
 def kubectl(plane: ControlPlane, *args: str, **kw: Any) -> subprocess.CompletedProcess[str]:

@@ -30,7 +30,7 @@ def laptop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
     home = tmp_path_factory.mktemp("laptop")
     plane = start(home, env=LAPTOP)
     yield plane
-    stop(home)
+    stop(home, replicas=True)
 
 
 @pytest.fixture

@@ -30,7 +30,7 @@ def _api(plane: ControlPlane) -> client.ApiClient:
 def private_plane(tmp_path: Path) -> Iterator[ControlPlane]:
     plane = start(tmp_path / "home", env=FAST_SETTINGS)
     yield plane
-    stop(tmp_path / "home")
+    stop(tmp_path / "home", replicas=True)
 
 
 def test_replicas_survive_kill_9_of_the_daemon_and_the_job_finishes(private_plane: ControlPlane) -> None:
@@ -74,6 +74,21 @@ def test_replicas_survive_kill_9_of_the_daemon_and_the_job_finishes(private_plan
     assert {p.status.container_statuses[0].restart_count for p in jobs.pods("survivor")} == {0}
     assert jobs.logs("survivor-worker-1").strip() == "finished"
     api.close()
+
+
+def test_stop_keeps_replicas_running_unless_asked_to_stop_them_too(private_plane: ControlPlane) -> None:
+    home = private_plane.home
+    api = _api(private_plane)
+    jobs = Jobs(api, "default")
+    jobs.create(job("PyTorchJob", "sleeper", {"Master": replica("import time\ntime.sleep(300)")}))
+    wait_for(lambda: [p.status.phase for p in jobs.pods("sleeper")] == ["Running"], 20, "the replica running")
+    [pod] = jobs.pods("sleeper")
+    pid = int(pod.status.container_statuses[0].container_id.split("//")[1])
+    api.close()
+    stop(home)  # a plain stop leaves replicas to a restarted daemon
+    assert _alive(pid)
+    stop(home, replicas=True)  # `airflow-training embedded stop --all`
+    wait_for(lambda: not _alive(pid), 10, "the replica to stop")
 
 
 def test_env_sources_expansion_volumes_and_working_dir(kube_api: Any, test_namespace: str, tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ def _start(args: argparse.Namespace) -> int:
 
 def _stop(args: argparse.Namespace) -> int:
     try:
-        was_running = daemon.stop(args.home, timeout=args.timeout)
+        was_running = daemon.stop(args.home, timeout=args.timeout, replicas=args.all)
     except daemon.DaemonError as exc:
         print(f"error: {exc}")
         return 1
@@ -62,4 +62,10 @@ def register(subparsers: Any) -> None:
         )
         if timeout:
             sub.add_argument("--timeout", type=float, default=timeout, help="seconds to wait (default %(default)s)")
+        if name == "stop":
+            sub.add_argument(
+                "--all",
+                action="store_true",
+                help="also stop every running replica (by default they keep running and a restarted daemon adopts them)",
+            )
         sub.set_defaults(func=func)

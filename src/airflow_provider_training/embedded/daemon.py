@@ -167,13 +167,66 @@ def _log_tail(h: Home, lines: int = 15) -> str:
     return f"(no log at {h.daemon_log})"
 
 
-def stop(home: str | os.PathLike[str] | None = None, *, timeout: float = 15.0) -> bool:
+def stop(home: str | os.PathLike[str] | None = None, *, timeout: float = 15.0, replicas: bool = False) -> bool:
     """SIGTERM the daemon and wait for it to release its lock (SIGKILL after ``timeout``).
-    Returns whether a daemon was running."""
+    Returns whether a daemon was running.
+
+    Replicas run under supervisors that outlive the daemon on purpose (a restarted daemon adopts
+    them); with ``replicas=True`` their supervisors are stopped too, and with them every container."""
     h = Home.at(home)
-    if not _lock_held(h):
-        status(h.root)  # clears stale files
+    try:
+        if not _lock_held(h):
+            status(h.root)  # clears stale files
+            return False
+        return _stop_daemon(h, timeout)
+    finally:
+        if replicas:
+            stop_supervisors(h, timeout)
+
+
+def stop_supervisors(h: Home, timeout: float = 15.0) -> int:
+    """SIGTERM every pod supervisor recorded under ``<home>/node/pods`` (they stop their containers
+    and exit); SIGKILL those still there after ``timeout``. Returns how many were signalled."""
+    pids = []
+    for state in sorted((h.root / "node" / "pods").glob("*/state.json")):
+        with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
+            pid = int(json.loads(state.read_text()).get("supervisor"))
+            if _is_supervisor(pid):
+                os.kill(pid, signal.SIGTERM)
+                pids.append(pid)
+    deadline = time.monotonic() + timeout
+    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for pid in pids:
+        if _alive(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    return len(pids)
+
+
+def _is_supervisor(pid: int) -> bool:
+    """A recorded pid may have been reused: only signal a process that runs our node entry point."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return _alive(pid) and not Path("/proc/self").exists()  # no /proc (macOS): trust the record
+    return b"entry.py" in cmdline
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
         return False
+    except PermissionError:
+        return True
+    try:  # a zombie child of ours is not alive
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _stop_daemon(h: Home, timeout: float) -> bool:
     pid = _read_pid(h)
     if pid is None:
         raise DaemonError(f"a daemon holds {h.lock} but wrote no pid file {h.pid}; stop it by hand")
