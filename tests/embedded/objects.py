@@ -36,7 +36,11 @@ def pod(
     owner: dict[str, Any] | None = None,
     claim: str | None = None,
 ) -> dict[str, Any]:
-    spec: dict[str, Any] = {"containers": [{"name": c, "image": "python:3.11"} for c in containers]}
+    # Bound to a node no agent serves: these API tests write the pod's status themselves.
+    spec: dict[str, Any] = {
+        "nodeName": "api-test-node",
+        "containers": [{"name": c, "image": "python:3.11"} for c in containers],
+    }
     if claim:
         spec["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]
     meta: dict[str, Any] = {"name": name, "labels": labels or {}}

@@ -236,10 +236,13 @@ class NodeAgent:
         status = pod.get("status") or {}
         if status.get("phase") in TERMINAL:
             return
-        if (pod.get("spec") or {}).get("nodeName") == podspec.NODE_NAME:
+        node = (pod.get("spec") or {}).get("nodeName")
+        if node == podspec.NODE_NAME:
             # Started by an earlier daemon, but its supervisor directory is gone: the pod is lost.
             self._lost(pod)
             return
+        if node:
+            return  # bound to another node: not ours to run, as a kubelet leaves other nodes' pods alone
         self.waiting[uid] = (pod["metadata"]["namespace"], pod["metadata"]["name"])
 
     def _refresh_volumes(self, kind: str, event: Any) -> None:
