@@ -14,10 +14,10 @@ import aiohttp
 from kubernetes_asyncio import client as ak
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from airflow_provider_training.client.errors import JobDeleted, JobNotFound, WaitTimeout
+from airflow_provider_training.client.errors import RETRYABLE_STATUS, JobDeleted, JobNotFound, WaitTimeout
 from airflow_provider_training.client.resources import Resource, resource_for
 from airflow_provider_training.client.selection import pod_selector, sorted_events
-from airflow_provider_training.client.sync import finished, owned_by
+from airflow_provider_training.client.state import finished, owned_by
 from airflow_provider_training.client.watching import Cursor, Gone, WatchError, parse_event
 
 Predicate = Callable[[dict[str, Any]], bool]
@@ -27,7 +27,7 @@ TRANSIENT = (aiohttp.ClientError, OSError, asyncio.TimeoutError, WatchError)
 
 def transient_async(exc: BaseException) -> bool:
     if isinstance(exc, ApiException):
-        return exc.status in (0, 429, 500, 502, 503, 504)
+        return exc.status in RETRYABLE_STATUS
     return isinstance(exc, TRANSIENT)
 
 

@@ -26,3 +26,7 @@ class WaitTimeout(TrainingJobError):
         super().__init__(f"{kind} {namespace}/{name} did not finish within {timeout:g}s")
         self.kind, self.namespace, self.name, self.timeout = kind, namespace, name, timeout
         self.last = last
+
+
+#: API answers worth retrying: connection failure (0), throttling, server errors.
+RETRYABLE_STATUS = (0, 429, 500, 502, 503, 504)

@@ -20,8 +20,8 @@ from kubernetes.watch.watch import iter_resp_lines
 
 from airflow_provider_training.client.resources import resource_for
 from airflow_provider_training.client.selection import pod_selector
-from airflow_provider_training.client.state import container_started, main_container
-from airflow_provider_training.client.sync import TRANSIENT, TrainingJobClient, owned_by
+from airflow_provider_training.client.state import container_started, main_container, owned_by
+from airflow_provider_training.client.sync import TRANSIENT, TrainingJobClient
 from airflow_provider_training.client.watching import Cursor, Gone, WatchError, parse_event
 
 Sink = Callable[[str], None]

@@ -131,3 +131,13 @@ def replica_failure(pod: dict[str, Any], container: str | None) -> ReplicaFailur
     if status.get("phase") == FAILED:
         return ReplicaFailure(name, None, str(status.get("reason") or ""))
     return None
+
+
+def finished(obj: dict[str, Any]) -> bool:
+    return job_state(obj).finished
+
+
+def owned_by(pod: dict[str, Any], uid: str | None) -> bool:
+    """A pod with owner references belongs to ``uid``'s job only if one of them names it."""
+    owners = (pod.get("metadata") or {}).get("ownerReferences") or []
+    return uid is None or not owners or any(o.get("uid") == uid for o in owners)

@@ -19,10 +19,10 @@ from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 from kubernetes.watch.watch import iter_resp_lines
 
-from airflow_provider_training.client.errors import JobDeleted, JobNotFound, WaitTimeout
+from airflow_provider_training.client.errors import RETRYABLE_STATUS, JobDeleted, JobNotFound, WaitTimeout
 from airflow_provider_training.client.resources import Resource, resource_for
 from airflow_provider_training.client.selection import pod_selector, sorted_events
-from airflow_provider_training.client.state import job_state
+from airflow_provider_training.client.state import finished, owned_by
 from airflow_provider_training.client.watching import Cursor, Gone, WatchError, parse_event
 
 Predicate = Callable[[dict[str, Any]], bool]
@@ -30,14 +30,10 @@ Objects = list[dict[str, Any]]  # (the clients have a method called ``list``)
 TRANSIENT = (urllib3.exceptions.HTTPError, OSError)
 
 
-def finished(obj: dict[str, Any]) -> bool:
-    return job_state(obj).finished
-
-
 def transient(exc: BaseException) -> bool:
     """Worth retrying: connection trouble, a server error, throttling or a watch the server cut."""
     if isinstance(exc, ApiException):
-        return exc.status in (429, 500, 502, 503, 504) or exc.status == 0
+        return exc.status in RETRYABLE_STATUS
     return isinstance(exc, (*TRANSIENT, WatchError))
 
 
@@ -336,9 +332,3 @@ class TrainingJobClient:
             e for e in json.loads(of_pods.data).get("items") or [] if e["involvedObject"].get("name") in pod_names
         ]
         return sorted_events(events)
-
-
-def owned_by(pod: dict[str, Any], uid: str | None) -> bool:
-    """A pod with owner references belongs to ``uid``'s job only if one of them names it."""
-    owners = (pod.get("metadata") or {}).get("ownerReferences") or []
-    return uid is None or not owners or any(o.get("uid") == uid for o in owners)
