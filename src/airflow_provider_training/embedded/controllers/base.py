@@ -52,6 +52,29 @@ class WorkQueue(Generic[K]):
         self._queued.discard(key)
         return key
 
+    async def process(
+        self,
+        stopping: asyncio.Event,
+        reconcile: Callable[[K], None],
+        watchers: list[asyncio.Task[None]],
+        retry: type[Exception] | tuple[type[Exception], ...] = (),
+    ) -> None:
+        """Reconcile keys until ``stopping``: a ``retry`` error (a write conflict) re-queues at once,
+        any other error after a second; the ``watchers`` that feed the queue are cancelled at the end."""
+        try:
+            while not stopping.is_set():
+                key = await self.get()
+                try:
+                    reconcile(key)
+                except retry:
+                    self.add(key)
+                except Exception:
+                    log.exception("reconciling %s failed", key)
+                    self.add_after(key, 1.0)
+        finally:
+            for task in watchers:
+                task.cancel()
+
 
 @dataclass
 class ControllerContext:

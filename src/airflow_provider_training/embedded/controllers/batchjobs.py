@@ -123,20 +123,8 @@ class BatchJobController:
     async def run(self, ctx: ControllerContext) -> None:
         self.store: Store = ctx.store
         self.ctx = ctx
-        tasks = [asyncio.create_task(self._watch_jobs()), asyncio.create_task(self._watch_pods())]
-        try:
-            while not ctx.stopping.is_set():
-                key = await self.work.get()
-                try:
-                    self.reconcile(*key)
-                except ConflictError:
-                    self.enqueue(key)
-                except Exception:
-                    log.exception("reconciling Job %s/%s failed", *key)
-                    self.enqueue_after(key, 1.0)
-        finally:
-            for task in tasks:
-                task.cancel()
+        watchers = [asyncio.create_task(self._watch_jobs()), asyncio.create_task(self._watch_pods())]
+        await self.work.process(ctx.stopping, lambda key: self.reconcile(*key), watchers, retry=ConflictError)
 
     # -- queueing -------------------------------------------------------------------------------
     def enqueue(self, key: Key) -> None:

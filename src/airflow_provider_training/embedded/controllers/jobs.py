@@ -61,21 +61,9 @@ class JobController:
         self.ctx = ctx
         self.store: Store = ctx.store
         self.addressing = LocalAddressing(shared_network(ctx.home))
-        tasks = [asyncio.create_task(self._watch_jobs(rt)) for rt in JOB_TYPES]
-        tasks.append(asyncio.create_task(self._watch_pods()))
-        try:
-            while not ctx.stopping.is_set():
-                key = await self.work.get()
-                try:
-                    self.reconcile(*key)
-                except ConflictError:
-                    self.enqueue(key)
-                except Exception:
-                    log.exception("reconciling %s %s/%s failed", *key)
-                    self.enqueue_after(key, 1.0)
-        finally:
-            for task in tasks:
-                task.cancel()
+        watchers = [asyncio.create_task(self._watch_jobs(rt)) for rt in JOB_TYPES]
+        watchers.append(asyncio.create_task(self._watch_pods()))
+        await self.work.process(ctx.stopping, lambda key: self.reconcile(*key), watchers, retry=ConflictError)
 
     # -- queueing -------------------------------------------------------------------------------
     def enqueue(self, key: Key) -> None:
