@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
-import logging
 import os
 import secrets
 import time
@@ -37,7 +36,6 @@ from airflow_provider_training.embedded.resources import BY_KEY, PODS
 from airflow_provider_training.embedded.store import AlreadyExistsError, ConflictError, NotFoundError, Store
 from airflow_provider_training.frameworks.timeutil import format_time, parse_time
 
-log = logging.getLogger(__name__)
 JOBS = BY_KEY["batch/jobs"]
 COMPONENT = "job-controller"
 MANAGED_BY = "kubernetes.io/job-controller"
