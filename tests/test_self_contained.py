@@ -63,7 +63,7 @@ def test_tracked_files_name_nothing_outside_the_checkout(clone: Path) -> None:
             "-n",
             "-I",
             "-F",
-            *sum((["-e", m] for m in OUTSIDE_MARKERS), []),
+            *(arg for m in OUTSIDE_MARKERS for arg in ("-e", m)),
             "--",
             ".",
             ":!tests/test_self_contained.py",

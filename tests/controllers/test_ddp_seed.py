@@ -10,7 +10,6 @@ that mapping is a daemon setting.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
