@@ -15,18 +15,18 @@ counted (annotation ``training.airflow.apache.org/exit-code-retries``) against b
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from datetime import UTC, datetime
 from typing import Any
 
-from airflow_provider_training.embedded.controllers.base import ControllerContext, WorkQueue
+from airflow_provider_training.embedded import runtime
 from airflow_provider_training.embedded.events import record_event
 from airflow_provider_training.embedded.node.network import LocalAddressing, shared_network
 from airflow_provider_training.embedded.node.runtime import WORKING_DIR_ANNOTATION
 from airflow_provider_training.embedded.resources import BY_KEY, PODS, RESOURCE_TYPES, ResourceType
-from airflow_provider_training.embedded.store import AlreadyExistsError, ConflictError, NotFoundError, Store
+from airflow_provider_training.embedded.runtime import ControllerContext, For, Owns, WorkQueue
+from airflow_provider_training.embedded.store import AlreadyExistsError, ConflictError, NotFoundError, Store, WatchEvent
 from airflow_provider_training.frameworks import Event, PodState, mpi, objects, plugin, replicas, restarts, runpolicy
 from airflow_provider_training.frameworks import conditions as cond
 from airflow_provider_training.frameworks import labels as lbl
@@ -42,7 +42,7 @@ CONFIGMAPS = BY_KEY["core/configmaps"]
 JOB_TYPES = [r for r in RESOURCE_TYPES if r.training_job is not None]
 EXIT_CODE_RETRIES_ANNOTATION = "training.airflow.apache.org/exit-code-retries"
 COMPONENT = "training-operator"
-Key = tuple[str, str, str]  # (resource key, namespace, name)
+Key = runtime.controller.Key
 
 
 def dump_status(status: JobStatus) -> dict[str, Any]:
@@ -51,7 +51,13 @@ def dump_status(status: JobStatus) -> dict[str, Any]:
 
 
 class JobController:
+    """Reconciles every training-job kind; owns their pods (by controlling ownerReference)."""
+
     name = "training-jobs"
+    sources: tuple[For | Owns, ...] = (
+        *(For(rt.key) for rt in JOB_TYPES),
+        *(Owns(PODS.key, owner=rt.key, kind=rt.kind) for rt in JOB_TYPES),
+    )
 
     def __init__(self) -> None:
         self.work: WorkQueue[Key] = WorkQueue()
@@ -61,38 +67,18 @@ class JobController:
         self.ctx = ctx
         self.store: Store = ctx.store
         self.addressing = LocalAddressing(shared_network(ctx.home))
-        watchers = [asyncio.create_task(self._watch_jobs(rt)) for rt in JOB_TYPES]
-        watchers.append(asyncio.create_task(self._watch_pods()))
-        await self.work.process(ctx.stopping, lambda key: self.reconcile(*key), watchers, retry=ConflictError)
+        await runtime.run(self, ctx, self.work, on_event=self._on_event)
 
-    # -- queueing -------------------------------------------------------------------------------
-    def enqueue(self, key: Key) -> None:
-        self.work.add(key)
+    def _on_event(self, event: WatchEvent) -> None:
+        rt = BY_KEY.get(event.resource)
+        if event.type == "DELETED" and rt is not None and rt.training_job is not None:
+            self._forget(event.object)
 
-    def enqueue_after(self, key: Key, delay: float) -> None:
-        self.work.add_after(key, delay)
-
-    async def _watch_jobs(self, rt: ResourceType) -> None:
-        async for event in self.ctx.informer(rt.key):
-            if event.type == "DELETED":
-                self._forget(rt, event.object)
-            else:
-                self.enqueue((rt.key, event.namespace, event.name))
-
-    async def _watch_pods(self) -> None:
-        kinds = {rt.kind: rt.key for rt in JOB_TYPES}
-        async for event in self.ctx.informer(PODS.key):
-            for ref in event.object.get("metadata", {}).get("ownerReferences") or []:
-                if ref.get("controller") and ref.get("kind") in kinds:
-                    self.enqueue((kinds[ref["kind"]], event.namespace, ref.get("name", "")))
-
-    def _forget(self, rt: ResourceType, obj: dict[str, Any]) -> None:
+    def _forget(self, obj: dict[str, Any]) -> None:
         """A deleted job: its pods go by garbage collection; give back their addresses and ports."""
-        key = (rt.key, obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
-        self.work.forget(key)
         try:
             job = with_defaults(job_from_dict(obj))
-        except Exception:
+        except (ValueError, KeyError):  # an object written around the API: nothing was allocated for it
             return
         p = plugin(job.kind)
         for rtype in p.replica_types(job):
@@ -100,21 +86,19 @@ class JobController:
                 self.addressing.network.release_pod(job.namespace, p.pod_name(job, rtype, i))
 
     # -- reconcile ------------------------------------------------------------------------------
-    def reconcile(self, resource: str, namespace: str, name: str) -> None:
+    def reconcile(self, key: Key) -> float | None:
+        resource, namespace, name = key
         obj = self.store.get(resource, namespace, name)
         if obj is None or obj["metadata"].get("deletionTimestamp"):
-            return
+            return None
         try:
             job = with_defaults(job_from_dict(obj))
-        except Exception as exc:  # admitted jobs parse; this guards objects written around the API
+        except (ValueError, KeyError) as exc:  # admitted jobs parse; this guards objects written around the API
             log.warning("%s %s/%s cannot be read: %s", resource, namespace, name, exc)
-            return
-        p = plugin(job.kind)
+            return None
         if runpolicy.is_managed_elsewhere(job):
-            return
-        key: Key = (resource, namespace, name)
-        pass_ = Pass(self, p, job, obj, key)
-        pass_.run()
+            return None
+        return Pass(self, plugin(job.kind), job, obj, key).run()
 
     # -- store helpers used by a pass -----------------------------------------------------------
     def job_pods(self, p: FrameworkPlugin, job: TrainingJob) -> list[dict[str, Any]]:
@@ -151,7 +135,8 @@ class Pass:
         self.states = [PodState.from_pod(pod, p.info.default_container) for pod in self.pods]
 
     # -- the steps ------------------------------------------------------------------------------
-    def run(self) -> None:
+    def run(self) -> float | None:
+        """One pass; returns the seconds until the next one is due (activeDeadlineSeconds, TTL)."""
         kind, name = self.p.info.kind, self.job.name
         if cond.find(self.status, cond.CREATED) is None:
             cond.mark_created(self.status, kind, name, self.now)
@@ -163,8 +148,7 @@ class Pass:
             self.active()
         self.save()
         wake = runpolicy.next_wakeup(self.job, self.status)
-        if wake is not None:
-            self.c.enqueue_after(self.key, (wake - datetime.now(UTC)).total_seconds() + 0.05)
+        return None if wake is None else (wake - datetime.now(UTC)).total_seconds() + 0.05
 
     def finished(self) -> None:
         self.delete_pods(runpolicy.pods_to_delete_when_finished(self.job, self.states))
@@ -207,7 +191,7 @@ class Pass:
         self.status = update.status
         self.events += update.events
         if self.status.finished:
-            self.c.enqueue(self.key)  # the next pass folds counts and applies cleanPodPolicy
+            self.finished()  # fold counts and apply cleanPodPolicy now: one status write, not two
 
     # -- pods -----------------------------------------------------------------------------------
     def pods_and_services(self) -> None:
