@@ -4,8 +4,9 @@ Each reconcile of a job follows the operator's order of operations (§3.1): mana
 finished-job cleanup (cleanPodPolicy, TTL, succeeded folding), suspend / resume, backoffLimit and
 activeDeadlineSeconds, then per replica type the pods and headless Services (failed-pod restarts,
 missing indices created, surplus indices deleted), MPI's ConfigMap and launcher, the replica
-snapshot and the kind's status rules. All kind-specific answers come from ``frameworks``; this
-module only reads and writes the store. Addresses and ports in the injected environment come
+snapshot and the kind's status rules. All kind-specific answers come from ``frameworks`` (the pods,
+Services and ConfigMaps a job needs are the plugin's ``plan_pods``: MPI's own path lives in its
+plugin); this module only reads and writes the store. Addresses and ports in the injected environment come
 from the node's allocator, so they are the ones the node agent gives the pods.
 
 Differences from the operator's loop: the activeDeadlineSeconds and TTL checks run on a timer
@@ -27,11 +28,16 @@ from airflow_provider_training.embedded.node.runtime import WORKING_DIR_ANNOTATI
 from airflow_provider_training.embedded.resources import BY_KEY, PODS, RESOURCE_TYPES, ResourceType
 from airflow_provider_training.embedded.runtime import ControllerContext, For, Owns, WorkQueue
 from airflow_provider_training.embedded.store import AlreadyExistsError, ConflictError, NotFoundError, Store, WatchEvent
-from airflow_provider_training.frameworks import Event, PodState, mpi, objects, plugin, replicas, restarts, runpolicy
+from airflow_provider_training.frameworks import Event, PodState, objects, plugin, replicas, restarts, runpolicy
 from airflow_provider_training.frameworks import conditions as cond
 from airflow_provider_training.frameworks import labels as lbl
-from airflow_provider_training.frameworks.base import FrameworkPlugin
-from airflow_provider_training.frameworks.pods import FAILED, RUNNING, SUCCEEDED
+from airflow_provider_training.frameworks.base import (
+    CreatePod,
+    CreateService,
+    DeletePod,
+    DeleteService,
+    FrameworkPlugin,
+)
 from airflow_provider_training.specs import with_defaults
 from airflow_provider_training.specs.common import JobStatus
 from airflow_provider_training.specs.jobs import TrainingJob, job_from_dict
@@ -182,10 +188,7 @@ class Pass:
         if outcome.exit_code_retries:
             self.count_exit_code_retries(retries + outcome.exit_code_retries)
         if not self.status.is_true(cond.FAILED):
-            if self.p.info.kind == "MPIJob":
-                self.mpi_pods()
-            else:
-                self.pods_and_services()
+            self.pods_and_services()
         self.status.replica_statuses = replicas.replica_statuses(self.p, self.job, self.states)
         update = self.p.update_status(self.job, self.status, self.states, self.now)
         self.status = update.status
@@ -195,56 +198,36 @@ class Pass:
 
     # -- pods -----------------------------------------------------------------------------------
     def pods_and_services(self) -> None:
-        services = {s["metadata"]["name"]: s for s in self.c.job_services(self.p, self.job)}
-        for rtype in self.p.replica_types(self.job):
-            wanted = self.job.replica_specs[rtype].replicas or 0
-            existing = {s.index for s in self.states if s.replica_type == rtype.lower()}
-            for state in self.states:
-                if state.replica_type == rtype.lower() and state.index is not None and state.index >= wanted:
-                    self.delete_pods([state.name])
-            for index in range(wanted):
-                if index not in existing:
-                    self.create_pod(rtype, index)
-                name = self.p.pod_name(self.job, rtype, index)
-                if name not in services:
-                    service = objects.build_service(self.p, self.job, rtype, index)
-                    if service is not None:
-                        self.create(SERVICES, service, "SuccessfulCreateService", f"Created service: {name}")
-            for sname, service in services.items():
-                idx = (service["metadata"].get("labels") or {}).get(lbl.REPLICA_INDEX)
-                rt = (service["metadata"].get("labels") or {}).get(lbl.REPLICA_TYPE)
-                if rt == rtype.lower() and idx is not None and idx.isdigit() and int(idx) >= wanted:
-                    self.delete(SERVICES, sname, "SuccessfulDeleteService", f"Deleted service: {sname}")
+        """Carry out what the kind's plugin says the job needs now (``plan_pods``)."""
+        services = (
+            {s["metadata"]["name"]: s for s in self.c.job_services(self.p, self.job)} if self.p.has_services else {}
+        )
+        for action in self.p.plan_pods(self.job, self.states, services, self.c.addressing):
+            if isinstance(action, CreatePod):
+                self.create_pod(action.rtype, action.index)
+            elif isinstance(action, DeletePod):
+                self.delete_pods([action.name])
+            elif isinstance(action, CreateService):
+                service = objects.build_service(self.p, self.job, action.rtype, action.index)
+                if service is not None:
+                    name = service["metadata"]["name"]
+                    self.create(SERVICES, dict(service), "SuccessfulCreateService", f"Created service: {name}")
+            elif isinstance(action, DeleteService):
+                self.delete(SERVICES, action.name, "SuccessfulDeleteService", f"Deleted service: {action.name}")
+            else:
+                self.apply_config_map(dict(action.config_map))
 
-    def mpi_pods(self) -> None:
-        """MPI's own ReconcilePods (§4.3): ConfigMap, workers, then the launcher once."""
-        assert isinstance(self.p, mpi.MPIPlugin)
-        launcher = [s for s in self.states if s.replica_type == mpi.LAUNCHER.lower()]
-        if launcher and launcher[0].phase in (SUCCEEDED, FAILED):
-            return
-        workers = [s for s in self.states if s.replica_type == mpi.WORKER.lower()]
-        running = sorted(s.index for s in workers if s.phase == RUNNING and s.index is not None)
-        config = objects.mpi_config_map(self.p, self.job, running, self.c.addressing)
+    def apply_config_map(self, config: dict[str, Any]) -> None:
         current = self.store.get(CONFIGMAPS.key, self.job.namespace, config["metadata"]["name"])
         if current is None:
             self.create(CONFIGMAPS, config, None, "")
         elif current.get("data") != config["data"]:
             current["data"] = config["data"]
             self.store.update(CONFIGMAPS.key, current, check_rv=False)
-        wanted = self.job.replica_specs[mpi.WORKER].replicas or 0 if mpi.WORKER in self.job.replica_specs else 0
-        have = {s.index for s in workers}
-        for state in workers:
-            if state.index is not None and state.index >= wanted:
-                self.delete_pods([state.name])
-        for index in range(wanted):
-            if index not in have:
-                self.create_pod(mpi.WORKER, index)
-        if not launcher:
-            self.create_pod(mpi.LAUNCHER, 0)
 
     def create_pod(self, rtype: str, index: int) -> None:
         built = objects.build_pod(self.p, self.job, rtype, index, self.c.addressing)
-        pod = built.pod
+        pod: dict[str, Any] = dict(built.pod)
         workdir = self.job.metadata.annotation(WORKING_DIR_ANNOTATION)
         if workdir:
             annotations = pod["metadata"].setdefault("annotations", {})
