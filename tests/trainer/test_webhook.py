@@ -313,3 +313,25 @@ def test_initializer_scheme_lint_on_a_runtime_with_initializers() -> None:
     report = _report(rt, job)
     assert report.ok, report.lines()
     assert any('"gs://" is not a scheme the upstream model-initializer image reads' in str(w) for w in report.warnings)
+
+
+def test_env_references_in_the_trainer_command() -> None:
+    command = [
+        "bash",
+        "-c",
+        "torchrun --nnodes=$(PET_NNODES) --master_addr=$(MASTER_ADDR) t.py $$(LITERAL) $RANK $JOB_COMPLETION_INDEX",
+    ]
+    warnings = _warnings(trainjob(command=command))
+    assert warnings == [
+        "spec.trainer.command[2]: $(MASTER_ADDR) stays literal text at run time: Trainer v2 does not set MASTER_ADDR; "
+        "the torch runtime sets $(PET_MASTER_ADDR)",
+        "spec.trainer.command[2]: $RANK is empty in the shell: Trainer v2 does not set RANK; the torch runtime sets "
+        "$(PET_NODE_RANK)",
+    ]
+    on_jax = _warnings(trainjob(runtime_name="jax-distributed", command=["python", "t.py", "$(PET_NNODES)"]))
+    assert on_jax == [
+        "spec.trainer.command[2]: $(PET_NNODES) stays literal text at run time: neither spec.trainer.env, the "
+        "runtime nor Trainer v2 defines PET_NNODES"
+    ]
+    declared = trainjob(command=["python", "t.py", "$(EPOCHS)"], env=[{"name": "EPOCHS", "value": "3"}])
+    assert _warnings(declared) == []

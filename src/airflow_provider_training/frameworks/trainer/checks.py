@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from airflow_provider_training.frameworks.trainer import envrefs
 from airflow_provider_training.frameworks.trainer.build import build
 from airflow_provider_training.frameworks.trainer.info import BuildError
 from airflow_provider_training.specs import names
@@ -150,6 +151,8 @@ def _trainjob(job: TrainJob, catalog: Catalog, findings: Findings) -> None:
             Issue("", f"the trainer controller cannot build this TrainJob's objects: {exc}", "provider", "build")
         )
         return
+    framework = runtime.spec.ml_policy.framework if runtime.spec.ml_policy else None
+    findings.warnings += envrefs.check(job, built.jobset, framework)
     jobset = webhook.jobset_defaults(with_defaults(built.jobset, openapi_schema(JOBSET)))
     for issue in webhook.check_jobset(jobset):
         findings.errors.append(
