@@ -1,7 +1,8 @@
 """Copy Kubeflow Trainer v2.3.0 / JobSet v0.12.0 data from shared/crds/trainer-v2.3.0 into the package.
 
-Run from the repository root: ``python tools/vendor_trainer.py ../shared/crds/trainer-v2.3.0``.
-The CRDs become compact gzipped JSON beside the v1 ones (``specs/crds/<plural>.json.gz``); the
+Run from the repository root: ``python tools/vendor_trainer.py DIR`` where DIR holds kubeflow/trainer v2.3.0's
+``trainer.kubeflow.org_*.yaml`` CRDs, JobSet v0.12.0's ``jobset.x-k8s.io_jobsets.yaml`` and, under
+``runtimes/``, the ``manifests/base/runtimes/*.yaml`` of the same trainer tag. The CRDs become compact gzipped JSON beside the v1 ones (``specs/crds/<plural>.json.gz``); the
 default ClusterTrainingRuntimes are copied byte for byte to ``specs/trainer/runtimes/``. Origins
 are recorded in ``specs/crds/SOURCES.md``.
 """
@@ -35,4 +36,6 @@ def main(source: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "../shared/crds/trainer-v2.3.0")
+    if len(sys.argv) != 2:
+        sys.exit("usage: python tools/vendor_trainer.py DIR")
+    main(sys.argv[1])

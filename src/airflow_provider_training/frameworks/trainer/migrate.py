@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -366,13 +367,8 @@ def migrate(job: dict[str, Any]) -> Migration:
     trainjob_spec: dict[str, Any] = {}
     trainjob["spec"] = trainjob_spec
     _run_policy(spec, trainjob_spec, ledger)
-    runtime: dict[str, Any] | None
-    if kind == "MPIJob":
-        runtime = _mpi(job, trainjob_spec, ledger)
-    elif kind in PLUGIN_RUNTIMES:
-        runtime = _plugin_kind(kind, job, trainjob_spec, ledger)
-    else:
-        runtime = _plain_kind(kind, job, trainjob_spec, ledger)
+    translate = TRANSLATORS.get(kind, _plain_kind)
+    runtime = translate(kind, job, trainjob_spec, ledger)
     for key in spec:
         if key not in (field_name, "runPolicy"):
             _spec_extra(kind, key, spec[key], trainjob_spec, ledger)
@@ -430,38 +426,49 @@ _CLEAN_POD_POLICY = (
 )
 
 
+def _nproc_per_node(value: Any, path: str, out: dict[str, Any], ledger: _Ledger) -> None:
+    if str(value).isdigit():
+        out.setdefault("trainer", {})["numProcPerNode"] = int(value)
+        ledger.claim(path, "spec.trainer.numProcPerNode")
+    else:
+        ledger.claim(
+            path,
+            f'left out: "{value}" is not a number; Trainer v2 derives PET_NPROC_PER_NODE from resourcesPerNode '
+            '("auto" with GPUs, else the CPU count)',
+            "changed",
+        )
+
+
+# Kind-specific spec fields besides the replica map and runPolicy: (message, finding kind) or a handler.
+SPEC_FIELDS: dict[tuple[str, str], tuple[str, Kind] | Any] = {
+    ("PyTorchJob", "nprocPerNode"): _nproc_per_node,
+    ("PyTorchJob", "elasticPolicy"): (
+        "left out: Trainer v2.3 has no elastic training (min/max replicas, rendezvous settings, HPA metrics)",
+        "lost",
+    ),
+    ("PaddleJob", "elasticPolicy"): ("left out: Trainer v2.3 has no elastic training", "lost"),
+    ("MPIJob", "slotsPerWorker"): ("the generated TrainingRuntime (mlPolicy.mpi.numProcPerNode)", "mapped"),
+    ("MPIJob", "mainContainer"): ('renamed: the main container is "node" in Trainer v2', "changed"),
+    ("MPIJob", "cleanPodPolicy"): (None, "lost"),
+    ("TFJob", "successPolicy"): (
+        "left out: no Trainer v2 equivalent (JobSet's successPolicy lives in the runtime)",
+        "lost",
+    ),
+    ("TFJob", "enableDynamicWorker"): ("left out: no Trainer v2 equivalent", "lost"),
+    ("MXJob", "jobMode"): ("left out: MXNet's job modes have no Trainer v2 equivalent", "lost"),
+}
+
+
 def _spec_extra(kind: str, key: str, value: Any, out: dict[str, Any], ledger: _Ledger) -> None:
     path = f"spec.{key}"
+    rule = SPEC_FIELDS.get((kind, key))
     if key == "cleanPodPolicy":
-        ledger.claim(
-            path,
-            _CLEAN_POD_POLICY + " (and spec.cleanPodPolicy is not a v1 field: runPolicy.cleanPodPolicy is)",
-            "lost",
-        )
-    elif kind == "PyTorchJob" and key == "nprocPerNode":
-        if str(value).isdigit():
-            out.setdefault("trainer", {})["numProcPerNode"] = int(value)
-            ledger.claim(path, "spec.trainer.numProcPerNode")
-        else:
-            ledger.claim(
-                path,
-                f'left out: "{value}" is not a number; Trainer v2 derives PET_NPROC_PER_NODE from resourcesPerNode '
-                '("auto" with GPUs, else the CPU count)',
-                "changed",
-            )
-    elif kind == "PyTorchJob" and key == "elasticPolicy":
-        ledger.claim(
-            path,
-            "left out: Trainer v2.3 has no elastic training (min/max replicas, rendezvous settings, HPA metrics)",
-            "lost",
-        )
-    elif kind == "MPIJob" and key in ("slotsPerWorker", "mainContainer"):
-        ledger.claim(path, "the generated TrainingRuntime (mlPolicy.mpi)" if key == "slotsPerWorker" else
-                     'renamed: the main container is "node" in Trainer v2', "mapped" if key == "slotsPerWorker" else "changed")  # fmt: skip
-    elif kind == "TFJob" and key in ("successPolicy", "enableDynamicWorker"):
-        ledger.claim(path, "left out: no Trainer v2 equivalent (JobSet's successPolicy lives in the runtime)", "lost")
-    elif kind == "MXJob" and key == "jobMode":
-        ledger.claim(path, "left out: MXNet's job modes have no Trainer v2 equivalent", "lost")
+        where = "" if rule else " (and spec.cleanPodPolicy is not a v1 field: runPolicy.cleanPodPolicy is)"
+        ledger.claim(path, _CLEAN_POD_POLICY + where, "lost")
+    elif callable(rule):
+        rule(value, path, out, ledger)
+    elif rule is not None:
+        ledger.claim(path, rule[0], rule[1])
 
 
 def _numbers(replicas: dict[str, Any], types: tuple[str, ...]) -> int:
@@ -570,11 +577,12 @@ def _runtime_patch(split: _Split) -> dict[str, Any] | None:
     return {"manager": MANAGER, "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [job]}}}}
 
 
-def _renamed_pod(kind: str, template: dict[str, Any]) -> dict[str, Any]:
+def _renamed_pod(kind: str, template: dict[str, Any], main: str | None = None) -> dict[str, Any]:
     out = copy.deepcopy(template)
     containers = (out.get("spec") or {}).get("containers") or []
     if containers:
-        containers[_main_container(kind, containers)]["name"] = c.NODE
+        named = [i for i, ct in enumerate(containers) if main is not None and ct.get("name") == main]
+        containers[named[0] if named else _main_container(kind, containers)]["name"] = c.NODE
     return out
 
 
@@ -648,7 +656,7 @@ def _runtime_skeleton(name: str, framework: str, ml_policy: dict[str, Any]) -> d
     }
 
 
-def _mpi(job: dict[str, Any], out: dict[str, Any], ledger: _Ledger) -> dict[str, Any]:
+def _mpi(kind: str, job: dict[str, Any], out: dict[str, Any], ledger: _Ledger) -> dict[str, Any]:
     spec = job.get("spec") or {}
     replicas: dict[str, Any] = spec.get("mpiReplicaSpecs") or {}
     launcher = replicas.get("Launcher") or {}
@@ -659,8 +667,9 @@ def _mpi(job: dict[str, Any], out: dict[str, Any], ledger: _Ledger) -> dict[str,
     policy = {"numNodes": 1, "mpi": {"numProcPerNode": int(spec.get("slotsPerWorker", 1)), "mpiImplementation": c.OPENMPI,
                                      "sshAuthMountPath": "/root/.ssh", "runLauncherAsNode": False}}  # fmt: skip
     runtime = _runtime_skeleton(name, "mpi", policy)
-    launcher_pod = _renamed_pod("MPIJob", launcher.get("template") or {})
-    worker_pod = _renamed_pod("MPIJob", worker.get("template") or {})
+    main = spec.get("mainContainer")
+    launcher_pod = _renamed_pod(kind, launcher.get("template") or {}, main)
+    worker_pod = _renamed_pod(kind, worker.get("template") or {}, main)
     for pod, rspec in ((launcher_pod, launcher), (worker_pod, worker)):
         if rspec.get("restartPolicy") is not None:
             pod.setdefault("spec", {})["restartPolicy"] = rspec["restartPolicy"]
@@ -699,3 +708,8 @@ def _mpi(job: dict[str, Any], out: dict[str, Any], ledger: _Ledger) -> dict[str,
         "changed",
     )
     return runtime
+
+
+Translator = Callable[[str, dict[str, Any], dict[str, Any], _Ledger], "dict[str, Any] | None"]
+# How each kind becomes a TrainJob (+ runtime); kinds not listed get a plain generated runtime.
+TRANSLATORS: dict[str, Translator] = {"MPIJob": _mpi, **dict.fromkeys(PLUGIN_RUNTIMES, _plugin_kind)}
