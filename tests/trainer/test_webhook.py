@@ -335,3 +335,15 @@ def test_env_references_in_the_trainer_command() -> None:
     ]
     declared = trainjob(command=["python", "t.py", "$(EPOCHS)"], env=[{"name": "EPOCHS", "value": "3"}])
     assert _warnings(declared) == []
+
+
+def test_metadata_rules_for_runtimes() -> None:
+    cluster = mutate(runtime(kind="ClusterTrainingRuntime"), "metadata.namespace", "team")
+    report = _report(cluster)
+    assert report.ok and [str(w) for w in report.warnings] == [
+        'metadata.namespace: "team" is ignored: ClusterTrainingRuntime is cluster-scoped'
+    ]
+    assert any(
+        'metadata.name: Invalid value: "My_Runtime"' in e
+        for e in _errors(mutate(runtime(), "metadata.name", "My_Runtime"))
+    )

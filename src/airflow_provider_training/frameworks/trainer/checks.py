@@ -76,7 +76,12 @@ def _metadata(data: dict[str, Any]) -> list[Issue]:
     if isinstance(namespace, str) and namespace:
         if data.get("kind") == c.CLUSTER_TRAINING_RUNTIME:
             issues.append(
-                Issue("metadata.namespace", "Forbidden: not allowed on a cluster-scoped object", "provider", "scope")
+                Issue(
+                    "metadata.namespace",
+                    f'"{namespace}" is ignored: ClusterTrainingRuntime is cluster-scoped',
+                    "lint",
+                    "scope",
+                )
             )
         for err in names.dns1123_label(namespace):
             issues.append(Issue("metadata.namespace", f'Invalid value: "{namespace}": {err}', "cluster", "schema"))
@@ -104,7 +109,9 @@ def check(data: dict[str, Any], catalog: Catalog, *, strict: bool = False) -> Fi
         findings.warnings += checked.unknown
     if checked.info is None or data.get("apiVersion") != checked.info.api_version:
         return findings
-    findings.errors += _metadata(data)
+    meta_issues = _metadata(data)
+    findings.errors += [i for i in meta_issues if i.level != "lint"]
+    findings.warnings += [i for i in meta_issues if i.level == "lint"]
     obj = checked.object
     if isinstance(obj, TrainJob):
         _trainjob(obj, catalog, findings)
