@@ -347,3 +347,42 @@ def test_metadata_rules_for_runtimes() -> None:
         'metadata.name: Invalid value: "My_Runtime"' in e
         for e in _errors(mutate(runtime(), "metadata.name", "My_Runtime"))
     )
+
+
+RESOURCES: list[tuple[str, dict[str, Any], str, str]] = [
+    ("request-over-limit", {"requests": {"cpu": "4"}, "limits": {"cpu": "2"}}, "error",
+     'spec.trainer.resourcesPerNode.requests[cpu]: Invalid value: "4": must be less than or equal to cpu limit of 2'),
+    ("gpu-request-only", {"requests": {"nvidia.com/gpu": 1}}, "error",
+     "spec.trainer.resourcesPerNode.limits[nvidia.com/gpu]: Required value: Limit must be set for non overcommitable resources"),
+    ("gpu-request-differs", {"requests": {"nvidia.com/gpu": 1}, "limits": {"nvidia.com/gpu": 2}}, "error",
+     'spec.trainer.resourcesPerNode.requests[nvidia.com/gpu]: Invalid value: "1": must be equal to nvidia.com/gpu limit of 2'),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("case", "resources", "level", "expected"), RESOURCES, ids=[r[0] for r in RESOURCES])
+def test_node_resources_the_pods_would_be_refused_for(
+    case: str, resources: dict[str, Any], level: str, expected: str
+) -> None:
+    assert expected in _errors(trainjob(resourcesPerNode=resources))
+
+
+def test_runtime_limits_merge_before_the_pod_check() -> None:
+    path = "spec.template.spec.replicatedJobs[0].template.spec.template.spec.containers[0].resources"
+    rt = mutate(runtime(), path, {"limits": {"cpu": "2"}})
+    job = mutate(trainjob(resourcesPerNode={"requests": {"cpu": "3"}}), "spec.runtimeRef", OWN_RT)
+    assert any("must be less than or equal to cpu limit of 2" in e for e in _errors(rt, job))
+    fine = mutate(trainjob(resourcesPerNode={"requests": {"cpu": "1"}}), "spec.runtimeRef", OWN_RT)
+    assert _errors(rt, fine) == []
+
+
+def test_gpu_lint() -> None:
+    gpus = {"limits": {"nvidia.com/gpu": 2}}
+    assert any(
+        "4 processes per node but 2 GPU(s) per node" in w
+        for w in _warnings(trainjob(resourcesPerNode=gpus, numProcPerNode=4))
+    )
+    assert _warnings(trainjob(resourcesPerNode=gpus, numProcPerNode=2)) == []
+    assert any(
+        "the XGBoost runtime counts one worker per GPU" in w
+        for w in _warnings(trainjob(runtime_name="xgboost-distributed", resourcesPerNode=gpus))
+    )

@@ -15,7 +15,7 @@ from typing import Any
 
 from airflow_provider_training.frameworks.trainer import envrefs
 from airflow_provider_training.frameworks.trainer.build import build
-from airflow_provider_training.frameworks.trainer.info import BuildError
+from airflow_provider_training.frameworks.trainer.info import BuildError, gpus_per_node
 from airflow_provider_training.specs import names
 from airflow_provider_training.specs.issues import Issue
 from airflow_provider_training.specs.trainer import compat, documents, webhook
@@ -158,6 +158,13 @@ def _trainjob(job: TrainJob, catalog: Catalog, findings: Findings) -> None:
             Issue("", f"the trainer controller cannot build this TrainJob's objects: {exc}", "provider", "build")
         )
         return
+    container = built.info.trainer_container() if built.info else None
+    if container is not None:
+        findings.errors += compat.check_node_resources(
+            container.get("resources") or {}, "spec.trainer.resourcesPerNode"
+        )
+    if built.info is not None:
+        findings.warnings += compat.check_gpu_use(job, runtime, gpus_per_node(built.info.resources_per_node()))
     framework = runtime.spec.ml_policy.framework if runtime.spec.ml_policy else None
     findings.warnings += envrefs.check(job, built.jobset, framework)
     jobset = webhook.jobset_defaults(with_defaults(built.jobset, openapi_schema(JOBSET)))

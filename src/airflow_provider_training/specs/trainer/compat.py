@@ -9,11 +9,13 @@ are what this module reports.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from airflow_provider_training.specs import lint
 from airflow_provider_training.specs.issues import Issue, join
 from airflow_provider_training.specs.pod import Container, PodSpec
 from airflow_provider_training.specs.trainer import constants as c
+from airflow_provider_training.specs.trainer import quantity
 from airflow_provider_training.specs.trainer.models import TrainingRuntime, TrainJob
 
 # Schemes upstream's initializer images accept (``pkg/initializers``).
@@ -176,6 +178,71 @@ def check_runtime(runtime: TrainingRuntime) -> list[Issue]:
                 "spec.template.spec.replicatedJobs",
                 f'no replicatedJob with the label {c.LABEL_ANCESTOR} and a container "{c.NODE}" with an image: '
                 'the Kubeflow SDK fails with "Runtime doesn\'t have trainer container"',
+            )
+        )
+    return issues
+
+
+def check_node_resources(resources: dict[str, Any], path: str) -> list[Issue]:
+    """Pod validation of the trainer container's resources (runtime's merged with the TrainJob's):
+    what makes the Job controller's pod creation fail, so the TrainJob never starts."""
+    issues: list[Issue] = []
+    limits = resources.get("limits") or {}
+    requests = resources.get("requests") or {}
+    for name, amount in requests.items():
+        request = quantity.parse(amount)
+        limit = quantity.parse(limits[name]) if name in limits else None
+        if _overcommittable(name):
+            if request is not None and limit is not None and request > limit:
+                issues.append(
+                    _provider(
+                        f"{path}.requests[{name}]",
+                        f'Invalid value: "{amount}": must be less than or equal to {name} limit of {limits[name]}',
+                    )
+                )
+        elif name not in limits:
+            issues.append(
+                _provider(
+                    f"{path}.limits[{name}]", "Required value: Limit must be set for non overcommitable resources"
+                )
+            )
+        elif request != limit:
+            issues.append(
+                _provider(
+                    f"{path}.requests[{name}]",
+                    f'Invalid value: "{amount}": must be equal to {name} limit of {limits[name]}',
+                )
+            )
+    return issues
+
+
+def _overcommittable(name: str) -> bool:
+    # Kubernetes: only native resources (no domain, or *kubernetes.io/) may request less than their limit.
+    return "/" not in name or name.split("/", 1)[0].endswith("kubernetes.io")
+
+
+def check_gpu_use(job: TrainJob, runtime: TrainingRuntime, gpus: int) -> list[Issue]:
+    """Lint where the mlPolicy and the GPUs per node disagree."""
+    policy = runtime.spec.ml_policy
+    trainer = job.spec.trainer
+    if policy is None or trainer is None or gpus == 0:
+        return []
+    issues: list[Issue] = []
+    nproc = trainer.num_proc_per_node
+    if policy.torch is not None and nproc is not None and nproc > gpus:
+        issues.append(
+            _lint(
+                "spec.trainer.numProcPerNode",
+                f"{nproc} processes per node but {gpus} GPU(s) per node: torchrun starts {nproc} workers that share "
+                "the GPUs; leave it unset to get one per GPU (PET_NPROC_PER_NODE=auto)",
+            )
+        )
+    if policy.xgboost is not None and gpus > 1:
+        issues.append(
+            _lint(
+                "spec.trainer.resourcesPerNode",
+                f"{gpus} GPUs per node: the XGBoost runtime counts one worker per GPU (DMLC_NUM_WORKER = nodes x "
+                f"{gpus}) but starts one process per node; the program must start a worker per GPU",
             )
         )
     return issues
