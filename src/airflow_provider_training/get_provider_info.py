@@ -150,7 +150,7 @@ def get_provider_info() -> dict[str, Any]:
                         ),
                         "version_added": "0.1.0",
                         "type": "string",
-                        "example": "ghcr.io/kitops-ml/kitops:v1.10.0",
+                        "example": "ghcr.io/kitops-ml/kitops:v1.16.0",
                         "default": "",
                     },
                     "job_link_template": {

@@ -1,4 +1,4 @@
-"""``airflow-training kit pack|push|pull|unpack|inspect|login|list`` — kit's commands, natively.
+"""``airflow-training kit pack|push|pull|unpack|inspect|login|list|diff`` — kit's commands, natively.
 
 Same home and storage as kit (``KITOPS_HOME``); passwords only from stdin (``--password-stdin``).
 Progress bars go to stderr and only when it is a terminal.
@@ -13,8 +13,11 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from airflow_provider_training.kitops import api, transfer
+from airflow_provider_training.kitops import api, packpush, transfer
+from airflow_provider_training.kitops import diff as diffmod
 from airflow_provider_training.kitops import pack as packmod
+from airflow_provider_training.kitops.mediatypes import LAYER_FORMATS
+from airflow_provider_training.kitops.modelpack import read_kitfile
 from airflow_provider_training.kitops.reference import DEFAULT_TAG, ReferenceError, parse
 from airflow_provider_training.kitops.registry import RegistryError
 from airflow_provider_training.kitops.store import LocalStore, StoreError
@@ -65,6 +68,14 @@ def register(subparsers: Any) -> None:
         "-f", "--file", help="Kitfile path, '-' for stdin (default: the directory's Kitfile, else generated)"
     )
     p.add_argument("--compression", choices=COMPRESSIONS, default="none")
+    p.add_argument("--use-model-pack", action="store_true", help="write the CNCF ModelPack format (as kit)")
+    p.add_argument(
+        "--layer-format", choices=LAYER_FORMATS, default="tar", help="raw: each layer is one file stored verbatim"
+    )
+    p.add_argument(
+        "--push", action="store_true", help="stream the layers straight to the registry (no copy in the local store)"
+    )
+    _net(p)
     p.set_defaults(func=cmd_pack)
 
     p = sub.add_parser("push", help="push a ModelKit from the local store to its registry")
@@ -104,7 +115,15 @@ def register(subparsers: Any) -> None:
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.set_defaults(func=cmd_list)
 
-    for name in ("pack", "push", "pull", "unpack", "inspect", "login", "list"):
+    p = sub.add_parser("diff", help="compare two ModelKits: layers and the files that changed in them")
+    p.add_argument("first", help="reference; prefix local:// or remote:// (default: local, else remote)")
+    p.add_argument("second")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--no-files", action="store_true", help="compare layers only (do not read changed layers)")
+    _net(p)
+    p.set_defaults(func=cmd_diff)
+
+    for name in ("pack", "push", "pull", "unpack", "inspect", "login", "list", "diff"):
         sub.choices[name].set_defaults(_wrapped=True)
 
 
@@ -139,10 +158,22 @@ def cmd_pack(args: argparse.Namespace) -> int:
     kitfile = args.file
     if kitfile == "-":  # as kit: the Kitfile's YAML on stdin (a trailing newline marks it as text)
         kitfile = sys.stdin.read().rstrip("\n") + "\n"
+    options = {
+        "kitfile": kitfile,
+        "compression": args.compression,
+        "modelpack": args.use_model_pack,
+        "layer_format": args.layer_format,
+    }
+    if args.push:
+        if ref is None:
+            print("Error: pack --push needs a reference (-t registry/namespace/repo:tag)", file=sys.stderr)
+            return 1
+        with _client(args, ref.registry) as client, progress_bar(f"packing and pushing {ref}", None) as progress:
+            res = packpush.pack_and_push(args.directory, ref, client, progress=progress, **options)
+        print(f"Pushed {res.digest}")
+        return 0
     with progress_bar("packing", None) as progress:
-        res = packmod.pack(
-            args.directory, kitfile=kitfile, reference=ref, compression=args.compression, progress=progress
-        )
+        res = packmod.pack(args.directory, reference=ref, progress=progress, **options)
     print(f"Model saved: {res.digest}")
     return 0
 
@@ -225,7 +256,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     rows = []
     for kit in store.list():
         manifest = store.read_manifest(kit.descriptor)
-        config = json.loads(store.read_blob(manifest["config"]["digest"]))
+        config = read_kitfile(manifest, store.read_blob(manifest["config"]["digest"]), kit.repo_key).to_go_dict()
         size = sum(layer["size"] for layer in manifest.get("layers") or []) + manifest["config"]["size"]
         repo = kit.repo_key if kit.repo_key != packmod.UNTAGGED_REPO else "<none>"
         rows.append(
@@ -238,12 +269,39 @@ def cmd_list(args: argparse.Namespace) -> int:
                 "author": ", ".join((config.get("package") or {}).get("authors") or []),
             }
         )
-    if args.format == "json":
-        for row in rows:
-            print(json.dumps(row))
+    if args.format == "json":  # as kit: one indented JSON array
+        print(json.dumps(rows, indent=2))
         return 0
     print(f"{'REPOSITORY':<40} {'TAG':<12} {'NAME':<20} {'SIZE':<10} DIGEST")
     for row in rows:
         for tag in row["tags"] or ["<none>"]:
             print(f"{row['repo']:<40} {tag:<12} {row['modelName']:<20} {row['size']:<10} {row['digest']}")
+    return 0
+
+
+def _side(args: argparse.Namespace, text: str, store: LocalStore, clients: contextlib.ExitStack) -> Any:
+    where = "remote" if text.startswith("remote://") else "local" if text.startswith("local://") else ""
+    ref = parse(text.removeprefix("remote://").removeprefix("local://"), default_tag=DEFAULT_TAG)
+    if where != "remote":
+        try:
+            return transfer.local_side(store, ref)
+        except StoreError:
+            if where == "local":
+                raise
+    client = clients.enter_context(_client(args, ref.registry))
+    return transfer.remote_side(client, ref)
+
+
+@_guard
+def cmd_diff(args: argparse.Namespace) -> int:
+    store = LocalStore()
+    with contextlib.ExitStack() as clients:
+        first = _side(args, args.first, store, clients)
+        second = _side(args, args.second, store, clients)
+        result = diffmod.diff(first, second, files=not args.no_files)
+    if args.format == "json":
+        print(json.dumps(result.to_json(), indent=2))
+    else:
+        for line in diffmod.render(result):
+            print(line)
     return 0

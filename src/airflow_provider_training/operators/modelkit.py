@@ -23,9 +23,10 @@ from airflow.sdk.exceptions import AirflowException
 
 from airflow_provider_training.client.sync import TrainingJobClient
 from airflow_provider_training.kitops import pack as packmod
-from airflow_provider_training.kitops import transfer
+from airflow_provider_training.kitops import packpush, transfer
 from airflow_provider_training.kitops.api import make_client
 from airflow_provider_training.kitops.engine import KitEngine, KitEngineError
+from airflow_provider_training.kitops.mediatypes import LAYER_FORMATS
 from airflow_provider_training.kitops.packagejob import KIT_IMAGE, PackageJob
 from airflow_provider_training.kitops.reference import DEFAULT_TAG, Reference, ReferenceError, parse
 from airflow_provider_training.kitops.registry import RegistryClient, RegistryError
@@ -88,6 +89,8 @@ class _ModelKitBase(BaseOperator):
         poll_interval: float = 10.0,
         backoff_limit: int = 0,
         log_tail_lines: int = 30,
+        modelpack: bool = False,
+        layer_format: str = "tar",
         **kwargs: Any,
     ) -> None:
         self.alias = AssetAlias(f"modelkit:{kwargs.get('task_id', '')}")
@@ -117,6 +120,10 @@ class _ModelKitBase(BaseOperator):
         self.poll_interval = poll_interval
         self.backoff_limit = backoff_limit
         self.log_tail_lines = log_tail_lines
+        self.modelpack = modelpack
+        if layer_format not in LAYER_FORMATS:
+            raise ValueError(f"layer_format must be one of {', '.join(LAYER_FORMATS)} (got {layer_format!r})")
+        self.layer_format = layer_format
 
     # -- shared steps -------------------------------------------------------------------------------
     def _check(self) -> Reference:
@@ -164,7 +171,14 @@ class _ModelKitBase(BaseOperator):
         self.log.info("Packing %s as %s (compression %s, engine %s)", directory, ref, self.compression, self.engine)
         try:
             if self.engine == "kit":
-                self._kit().pack(directory, str(ref), kitfile=self.kitfile, compression=self.compression)
+                self._kit().pack(
+                    directory,
+                    str(ref),
+                    kitfile=self.kitfile,
+                    compression=self.compression,
+                    modelpack=self.modelpack,
+                    layer_format=self.layer_format,
+                )
                 inspected = transfer.inspect_local(LocalStore(), ref)
                 manifest = inspected["manifest"]
                 result = {
@@ -173,7 +187,14 @@ class _ModelKitBase(BaseOperator):
                     "size": sum(x["size"] for x in manifest.get("layers") or []) + manifest["config"]["size"],
                 }
             else:
-                res = packmod.pack(directory, kitfile=self.kitfile, reference=ref, compression=self.compression)
+                res = packmod.pack(
+                    directory,
+                    kitfile=self.kitfile,
+                    reference=ref,
+                    compression=self.compression,
+                    modelpack=self.modelpack,
+                    layer_format=self.layer_format,
+                )
                 result = {"digest": res.digest, "size": res.size, "layers": [x.to_json() for x in res.layers]}
         except (KitfileError, StoreError, KitEngineError, FileNotFoundError, ValueError) as exc:
             raise AirflowException(str(exc)) from None
@@ -275,6 +296,8 @@ class _ModelKitBase(BaseOperator):
             image=self._image(),
             kitfile=self._job_kitfile(),
             compression=self.compression,
+            modelpack=self.modelpack,
+            layer_format=self.layer_format,
             secret=self.registry_secret_name if secret_data else None,
             backoff_limit=self.backoff_limit,
             active_deadline_seconds=int(self.timeout) if self.timeout else None,
@@ -373,11 +396,54 @@ class ModelKitPushOperator(_ModelKitBase):
 
 
 class ModelKitPackAndPushOperator(_ModelKitBase):
-    """Pack ``source`` and push it to ``reference`` in one task."""
+    """Pack ``source`` and push it to ``reference`` in one task.
+
+    :param stream: pack straight into the registry, as ``kit pack --push``: no copy of the layers in
+        the worker's ModelKit store, no extra disk (native engine only).
+    """
+
+    def __init__(self, *, stream: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.stream = stream
 
     def execute(self, context: Any) -> dict[str, Any]:
         ref = self._check()
         if self._runs_as_job():
             return self._return(ref, self._pack_and_push_in_job(ref, context))
+        if self.stream:
+            return self._return(ref, self._stream(ref, context))
         self._pack(ref, context)
         return self._return(ref, self._push(ref, context))
+
+    def _stream(self, ref: Reference, context: Any) -> dict[str, Any]:
+        if self.engine != "native":
+            raise AirflowException("stream=True packs with the native engine; use engine='native'")
+        if not self.source:
+            raise AirflowException("source is required to pack (a directory or pvc://<claim>/<path>)")
+        try:
+            directory = resolve_source(self.source, self.namespace, cluster=bool(self.kubernetes_conn_id))
+        except (ClusterModeUnavailableError, ValueError) as exc:
+            raise AirflowException(str(exc)) from None
+        self.log.info("Packing %s straight into %s (no local copy)", directory, ref)
+        try:
+            with self._client(ref) as client:
+                res = packpush.pack_and_push(
+                    directory,
+                    ref,
+                    client,
+                    kitfile=self.kitfile,
+                    compression=self.compression,
+                    modelpack=self.modelpack,
+                    layer_format=self.layer_format,
+                )
+        except (KitfileError, RegistryError, StoreError, FileNotFoundError, ValueError) as exc:
+            raise AirflowException(str(exc)) from None
+        result = {
+            "digest": res.digest,
+            "size": res.size,
+            "layers": [x.to_json() for x in res.layers],
+            "uploaded": res.transferred,
+        }
+        self._xcom(context, ref, result)
+        self._asset_event(context, ref, result)
+        return result
