@@ -273,8 +273,9 @@ def unpack(
             _hops + 1,
         )
         files, layers = sub.files, sub.layers
-    if "kitfile" in wanted and _hops == 0:
-        _write_kitfile(root / "Kitfile", config, overwrite)
+    kitfile_text = None
+    if "kitfile" in wanted and _hops == 0:  # checked first, written last: a failed unpack keeps the user's
+        kitfile_text = _kitfile_text(root / "Kitfile", config, overwrite)
     paths = {info.digest: path for _, _, info, path in config.layer_entries() if info.digest}
     for layer in manifest.get("layers") or []:
         base, _, _ = mediatypes.parse_layer_media_type(layer["mediaType"])
@@ -285,14 +286,26 @@ def unpack(
         with store.open_blob(layer["digest"]) as fh:
             files += extract_layer(fh, layer, root, overwrite, ignore_existing, paths.get(layer["digest"]))
         layers += 1
+    if kitfile_text is not None:
+        _write_atomically(root / "Kitfile", kitfile_text)
     return UnpackResult(root, files, layers)
 
 
-def _write_kitfile(path: Path, config: Kitfile, overwrite: bool) -> None:
+def _kitfile_text(path: Path, config: Kitfile, overwrite: bool) -> str:
     text = config.to_yaml()
     if path.exists() and path.read_text() != text and not overwrite:
         raise UnpackError(f"{path} exists and differs from the ModelKit's Kitfile (use overwrite)")
-    path.write_text(text)
+    return text
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}{TEMP_SUFFIX}")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise UnpackError(f"cannot write {path}: {exc.strerror}") from None
 
 
 def describe(manifest: dict[str, Any]) -> list[str]:
