@@ -9,11 +9,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
-from airflow_provider_training.kitops import api, packpush, transfer
+from airflow_provider_training.kitops import api, keys, packpush, signing, transfer
 from airflow_provider_training.kitops import diff as diffmod
 from airflow_provider_training.kitops import pack as packmod
 from airflow_provider_training.kitops.mediatypes import LAYER_FORMATS
@@ -101,6 +103,10 @@ def register(subparsers: Any) -> None:
     p = sub.add_parser("inspect", help="print the ModelKit's manifest and Kitfile as JSON")
     p.add_argument("reference")
     p.add_argument("-r", "--remote", action="store_true")
+    p.add_argument(
+        "--provenance", action="store_true", help="print the provenance statement attached in the registry instead"
+    )
+    p.add_argument("--key", help="with --provenance: verify it with this public key (cosign.pub)")
     _net(p)
     p.set_defaults(func=cmd_inspect)
 
@@ -123,7 +129,28 @@ def register(subparsers: Any) -> None:
     _net(p)
     p.set_defaults(func=cmd_diff)
 
-    for name in ("pack", "push", "pull", "unpack", "inspect", "login", "list", "diff"):
+    p = sub.add_parser("keygen", help="write an ECDSA P-256 key pair as cosign does (cosign.key, cosign.pub)")
+    p.add_argument("--output-key-prefix", default="cosign")
+    p.add_argument("--password-stdin", action="store_true", help="read the password from stdin (else $COSIGN_PASSWORD)")
+    p.set_defaults(func=cmd_keygen)
+
+    p = sub.add_parser("sign", help="sign a pushed ModelKit's digest in cosign's format")
+    p.add_argument("reference", help="registry/namespace/repo:tag or @sha256:…")
+    p.add_argument("--key", required=True, help="private key file (cosign.key or PKCS #8 PEM)")
+    p.add_argument("--password-stdin", action="store_true", help="key password on stdin (else $COSIGN_PASSWORD)")
+    p.add_argument("-a", "--annotation", action="append", default=[], help="KEY=VALUE into the signed payload")
+    _net(p)
+    p.set_defaults(func=cmd_sign)
+
+    p = sub.add_parser("verify", help="verify a ModelKit's cosign signature (and its layers and provenance)")
+    p.add_argument("reference")
+    p.add_argument("--key", required=True, help="public key file (cosign.pub) or X.509 certificate")
+    p.add_argument("--no-layers", action="store_true", help="do not read the layers to check their digests")
+    p.add_argument("--require-provenance", action="store_true")
+    _net(p)
+    p.set_defaults(func=cmd_verify)
+
+    for name in ("pack", "push", "pull", "unpack", "inspect", "login", "list", "diff", "keygen", "sign", "verify"):
         sub.choices[name].set_defaults(_wrapped=True)
 
 
@@ -142,6 +169,8 @@ def _guard(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namesp
             StoreError,
             UnpackError,
             UnsafePathError,
+            keys.KeyProblem,
+            signing.SignatureError,
             FileNotFoundError,
             ValueError,
         ) as exc:
@@ -217,6 +246,16 @@ def cmd_unpack(args: argparse.Namespace) -> int:
 @_guard
 def cmd_inspect(args: argparse.Namespace) -> int:
     ref = parse(args.reference, default_tag=DEFAULT_TAG)
+    if args.provenance:
+        key = _public_key(args.key) if args.key else None
+        with _client(args, ref.registry) as client:
+            _, digest, _ = transfer.fetch_manifest(client, ref)
+            statement = signing.read_provenance(client, ref, digest, key)
+        if statement is None:
+            print(f"Error: {ref}@{digest} has no provenance attestation", file=sys.stderr)
+            return 1
+        print(json.dumps(statement, indent=2))
+        return 0
     if args.remote:
         with _client(args, ref.registry) as client:
             data = transfer.inspect_remote(client, ref)
@@ -304,4 +343,65 @@ def cmd_diff(args: argparse.Namespace) -> int:
     else:
         for line in diffmod.render(result):
             print(line)
+    return 0
+
+
+def _password(args: argparse.Namespace) -> str | None:
+    if getattr(args, "password_stdin", False):
+        return sys.stdin.read().rstrip("\r\n")
+    return os.environ.get("COSIGN_PASSWORD")
+
+
+def _public_key(path: str) -> Any:
+    data, source = keys.key_bytes(path, "public key")
+    return keys.load_public_key(data, source)
+
+
+@_guard
+def cmd_keygen(args: argparse.Namespace) -> int:
+    password = _password(args)
+    if password is None:
+        print("Error: give the key password on stdin (--password-stdin) or in $COSIGN_PASSWORD", file=sys.stderr)
+        return 1
+    private, public = Path(f"{args.output_key_prefix}.key"), Path(f"{args.output_key_prefix}.pub")
+    for path in (private, public):
+        if path.exists():
+            print(f"Error: {path} exists; remove it or choose another --output-key-prefix", file=sys.stderr)
+            return 1
+    pair = keys.generate_key_pair(password)
+    fd = os.open(private, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(pair.private_pem)
+    public.write_bytes(pair.public_pem)
+    print(f"Private key written to {private}\nPublic key written to {public}")
+    return 0
+
+
+@_guard
+def cmd_sign(args: argparse.Namespace) -> int:
+    ref = parse(args.reference, default_tag=DEFAULT_TAG)
+    key = keys.load_private_key(keys.read_key_file(args.key, "private key"), _password(args), f"private key {args.key}")
+    optional = dict(a.split("=", 1) for a in args.annotation if "=" in a)
+    with _client(args, ref.registry) as client:
+        _, digest, _ = transfer.fetch_manifest(client, ref)
+        res = signing.sign(client, ref, digest, key, optional or None)
+    where = "tag and OCI referrer" if res.referrers else "tag (registry has no referrers API)"
+    print(f"Signed {res.reference}@{res.digest} -> {res.tag} ({where})")
+    return 0
+
+
+@_guard
+def cmd_verify(args: argparse.Namespace) -> int:
+    ref = parse(args.reference, default_tag=DEFAULT_TAG)
+    key = _public_key(args.key)
+    with _client(args, ref.registry) as client:
+        res = signing.verify(
+            client, ref, key, check_layers=not args.no_layers, require_provenance=args.require_provenance
+        )
+    print(f"Verified {res.reference}@{res.digest}: {res.signatures} valid signature(s) by the key")
+    if res.layers_checked:
+        print(f"  {res.layers_checked} blobs match their digests")
+    if res.provenance is not None:
+        run = res.provenance["predicate"]["runDetails"]["metadata"].get("invocationId", "")
+        print(f"  provenance (SLSA v1) signed by the same key: {run}")
     return 0
