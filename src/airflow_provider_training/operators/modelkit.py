@@ -13,6 +13,7 @@ and a ``kubernetes`` connection is in use (``kubernetes_conn_id`` or ``[training
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,12 +23,13 @@ from airflow.sdk import Asset, AssetAlias, BaseOperator
 from airflow.sdk.exceptions import AirflowException
 
 from airflow_provider_training.client.sync import TrainingJobClient
+from airflow_provider_training.kitops import keys, packpush, signing, transfer
 from airflow_provider_training.kitops import pack as packmod
-from airflow_provider_training.kitops import packpush, transfer
 from airflow_provider_training.kitops.api import make_client
 from airflow_provider_training.kitops.engine import KitEngine, KitEngineError
 from airflow_provider_training.kitops.mediatypes import LAYER_FORMATS
 from airflow_provider_training.kitops.packagejob import KIT_IMAGE, PackageJob
+from airflow_provider_training.kitops.provenance import statement as provenance_statement
 from airflow_provider_training.kitops.reference import DEFAULT_TAG, Reference, ReferenceError, parse
 from airflow_provider_training.kitops.registry import RegistryClient, RegistryError
 from airflow_provider_training.kitops.source import PVC_SCHEME, ClusterModeUnavailableError, resolve_source, split_pvc
@@ -35,6 +37,7 @@ from airflow_provider_training.kitops.store import LocalStore, StoreError
 from airflow_provider_training.kitops.tarlayer import COMPRESSIONS
 from airflow_provider_training.links.modelkit import ModelKitRegistryLink
 from airflow_provider_training.operators.modelkit_job import FINISH_ACTIONS, PackagingJobRunner, job_name
+from airflow_provider_training.operators.modelkit_provenance import build_facts
 from airflow_provider_training.specs.kitfile import KitfileError
 
 ENGINES = ("native", "kit")
@@ -91,6 +94,11 @@ class _ModelKitBase(BaseOperator):
         log_tail_lines: int = 30,
         modelpack: bool = False,
         layer_format: str = "tar",
+        sign: bool = False,
+        signing_conn_id: str | None = None,
+        signing_key: str | None = None,
+        provenance: bool = True,
+        training_task_ids: list[str] | None = None,
         **kwargs: Any,
     ) -> None:
         self.alias = AssetAlias(f"modelkit:{kwargs.get('task_id', '')}")
@@ -124,6 +132,11 @@ class _ModelKitBase(BaseOperator):
         if layer_format not in LAYER_FORMATS:
             raise ValueError(f"layer_format must be one of {', '.join(LAYER_FORMATS)} (got {layer_format!r})")
         self.layer_format = layer_format
+        self.sign = sign or bool(signing_conn_id or signing_key)
+        self.signing_conn_id = signing_conn_id
+        self.signing_key = signing_key
+        self.provenance = provenance
+        self.training_task_ids = training_task_ids
 
     # -- shared steps -------------------------------------------------------------------------------
     def _check(self) -> Reference:
@@ -235,6 +248,7 @@ class _ModelKitBase(BaseOperator):
         except (RegistryError, StoreError, KitEngineError) as exc:
             raise AirflowException(str(exc)) from None
         self._xcom(context, ref, result)
+        self._sign_and_attest(ref, context, result)
         self._asset_event(context, ref, result)
         return result
 
@@ -247,8 +261,49 @@ class _ModelKitBase(BaseOperator):
             "digest": result["digest"],
             "size": result["size"],
         }
+        for key in ("signature", "provenance"):
+            if result.get(key):
+                extra[key] = result[key]
         context["outlet_events"][self.alias].add(modelkit_asset(ref), extra=extra)
         self.log.info("Pushed %s@%s", ref, result["digest"])
+
+    # -- signing -------------------------------------------------------------------------------------
+    def _signing_key(self) -> Any:
+        if self.signing_conn_id:
+            from airflow_provider_training.hooks.signing import ModelKitSigningHook
+
+            return ModelKitSigningHook(self.signing_conn_id).private_key()
+        if self.signing_key:
+            data, source = keys.key_bytes(self.signing_key, "signing key")
+            return keys.load_private_key(data, os.environ.get("COSIGN_PASSWORD"), source)
+        raise keys.KeyProblem("sign=True needs signing_conn_id (a modelkit_signing connection) or signing_key")
+
+    def _sign_and_attest(self, ref: Reference, context: Any, result: dict[str, Any]) -> None:
+        """Sign the pushed digest (cosign layout) and attach the run's SLSA provenance, signed with
+        the same key; XCom ``signature`` and ``provenance`` name where they are."""
+        if not self.sign:
+            return
+        digest = result["digest"]
+        repository = f"{ref.registry}/{ref.repository}"
+        try:
+            key = self._signing_key()
+            with self._client(ref) as client:
+                sig = signing.sign(client, ref, digest, key)
+                result["signature"] = f"{repository}:{sig.tag}"
+                if self.provenance:
+                    facts = build_facts(self, context, str(self.source or ""), self.training_task_ids)
+                    statement = provenance_statement(repository, digest, facts, result["layers"], str(ref))
+                    att = signing.attest(client, ref, digest, key, statement)
+                    result["provenance"] = f"{repository}:{att.tag}"
+        except (keys.KeyProblem, RegistryError) as exc:
+            raise AirflowException(f"signing {repository}@{digest} failed: {exc}") from None
+        ti = context["ti"]
+        ti.xcom_push(key="signature", value=result["signature"])
+        if result.get("provenance"):
+            ti.xcom_push(key="provenance", value=result["provenance"])
+        self.log.info(
+            "Signed %s@%s (%s)", repository, digest, ", ".join(k for k in ("signature", "provenance") if result.get(k))
+        )
 
     # -- cluster mode ------------------------------------------------------------------------------
     def _runs_as_job(self) -> bool:
@@ -326,6 +381,7 @@ class _ModelKitBase(BaseOperator):
             "uploaded": None,
         }
         self._xcom(context, ref, result)
+        self._sign_and_attest(ref, context, result)
         self._asset_event(context, ref, result)
         return result
 
@@ -445,5 +501,6 @@ class ModelKitPackAndPushOperator(_ModelKitBase):
             "uploaded": res.transferred,
         }
         self._xcom(context, ref, result)
+        self._sign_and_attest(ref, context, result)
         self._asset_event(context, ref, result)
         return result
