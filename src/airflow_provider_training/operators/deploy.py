@@ -354,7 +354,20 @@ class InferenceServiceOperator(BaseOperator):
         self._fail(client, uid, previous, what, state)
         raise AssertionError("unreachable")
 
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """OpenLineage: the ModelKit in, the InferenceService revision out."""
+        from airflow_provider_training.operators.lineage import deploy_lineage
+
+        return deploy_lineage(self)
+
     def _result(self, state: RolloutState, uid: str, context: Any) -> dict[str, Any]:
+        self._lineage = {
+            "name": self.name,
+            "namespace": self.namespace,
+            "storage_uri": storage_uri(self.storage_uri) if self.storage_uri else None,
+            "revision": state.revision,
+            "url": state.url,
+        }
         if state.url:
             context["ti"].xcom_push(key="url", value=state.url)
             self.log.info(

@@ -407,7 +407,14 @@ class _ModelKitBase(BaseOperator):
         if runner is not None:
             runner.delete()
 
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """OpenLineage: the packed directory (or claim) in, the ModelKit (versioned by digest) out."""
+        from airflow_provider_training.operators.lineage import modelkit_lineage
+
+        return modelkit_lineage(self)
+
     def _xcom(self, context: Any, ref: Reference, result: dict[str, Any]) -> None:
+        self._lineage = (ref, result)  # signing adds its references to the same dict
         ti = context["ti"]
         ti.xcom_push(key="reference", value=str(ref))
         ti.xcom_push(key="digest", value=result["digest"])
