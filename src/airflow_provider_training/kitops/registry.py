@@ -312,19 +312,25 @@ class RegistryClient:
         raise AssertionError("unreachable")
 
     def push_bytes(self, repo: str, data: bytes) -> str:
-        """Upload a small blob (config, signature payload) held in memory; returns its digest."""
+        """Upload a small blob (config, signature payload) held in memory; returns its digest.
+        One request where the registry takes a monolithic ``POST ?digest=`` (distribution does),
+        else POST then PUT; re-uploading an existing blob is harmless, so there is no HEAD first."""
         digest = "sha256:" + hashlib.sha256(data).hexdigest()
-        if self.blob_exists(repo, digest):
-            return digest
         scope = _scope(repo, push=True)
-        location = self._start_upload(repo, scope)
+        headers = {"Content-Type": "application/octet-stream", "Content-Length": str(len(data))}
         resp = self.request(
-            "PUT",
-            _with_digest(location, digest),
+            "POST",
+            _with_digest(urljoin(self.base + "/", f"/v2/{repo}/blobs/uploads/"), digest),
             scope=scope,
-            headers={"Content-Type": "application/octet-stream", "Content-Length": str(len(data))},
+            headers=headers,
             content=lambda: data,
         )
+        if resp.status_code == 201:
+            return digest
+        if resp.status_code != 202 or "Location" not in resp.headers:
+            raise self._fail(resp, f"upload of {digest}")
+        location = urljoin(self.base + "/", resp.headers["Location"])
+        resp = self.request("PUT", _with_digest(location, digest), scope=scope, headers=headers, content=lambda: data)
         if resp.status_code != 201:
             raise self._fail(resp, f"upload of {digest}")
         return digest

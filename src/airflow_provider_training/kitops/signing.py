@@ -29,6 +29,7 @@ import binascii
 import hashlib
 import json
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -135,9 +136,7 @@ def _image_config(layer_digests: list[str]) -> bytes:
     )
 
 
-def _manifest(client: RegistryClient, repo: str, layers: list[dict[str, Any]], subject: dict[str, Any] | None) -> bytes:
-    config = _image_config([x["digest"] for x in layers])
-    client.push_bytes(repo, config)
+def _manifest(layers: list[dict[str, Any]], config: bytes, subject: dict[str, Any] | None) -> bytes:
     doc: dict[str, Any] = {
         "schemaVersion": 2,
         "mediaType": mediatypes.MANIFEST,
@@ -148,6 +147,13 @@ def _manifest(client: RegistryClient, repo: str, layers: list[dict[str, Any]], s
         doc["artifactType"] = SIG_ARTIFACT_TYPE if layers and layers[0]["mediaType"] == SIMPLE_SIGNING else IN_TOTO
         doc["subject"] = subject
     return go_json(doc)
+
+
+def _parallel(*calls: Any) -> list[Any]:
+    """Run independent registry requests at once (the registry's latency, not our CPU, is the cost)."""
+    with ThreadPoolExecutor(max_workers=len(calls)) as pool:
+        futures = [pool.submit(call) for call in calls]
+        return [f.result() for f in futures]
 
 
 def _existing_layers(client: RegistryClient, repo: str, tag: str) -> list[dict[str, Any]]:
@@ -162,33 +168,53 @@ def _existing_layers(client: RegistryClient, repo: str, tag: str) -> list[dict[s
 
 
 def referrers_supported(client: RegistryClient, repo: str, digest: str) -> bool:
-    """Whether the registry implements ``GET /v2/<repo>/referrers/<digest>`` (OCI distribution 1.1)."""
+    """Whether the registry implements ``GET /v2/<repo>/referrers/<digest>`` (OCI distribution 1.1);
+    asked once per client and repository."""
+    cache: dict[str, bool] = client.__dict__.setdefault("_referrers_supported", {})
+    if repo in cache:
+        return cache[repo]
     try:
         resp = client.request("GET", f"/v2/{repo}/referrers/{digest}", scope=f"repository:{repo}:pull")
     except RegistryError:
         return False
     try:
-        return resp.status_code == 200 and resp.headers.get("Content-Type", "").startswith(mediatypes.INDEX)
+        supported = resp.status_code == 200 and resp.headers.get("Content-Type", "").startswith(mediatypes.INDEX)
     finally:
         resp.close()
+    cache[repo] = supported
+    return supported
 
 
 def _attach(
-    client: RegistryClient, ref: Reference, digest: str, tag: str, layer: dict[str, Any], subject_size: int
+    client: RegistryClient,
+    ref: Reference,
+    digest: str,
+    tag: str,
+    layer: dict[str, Any],
+    blob: bytes,
+    subject_size: int | None,
 ) -> SignResult:
+    """Upload ``blob`` (the layer's content) and add ``layer`` to the manifest at ``tag`` (cosign
+    appends to the signatures already there); also as an OCI referrer where the registry has the API."""
     repo = ref.repository
-    layers = [x for x in _existing_layers(client, repo, tag) if x.get("digest") != layer["digest"]]
+    existing, supported = _parallel(
+        lambda: _existing_layers(client, repo, tag), lambda: referrers_supported(client, repo, digest)
+    )
+    layers = [x for x in existing if x.get("digest") != layer["digest"]]
     layers.append(layer)
-    manifest = _manifest(client, repo, layers, None)
-    manifest_digest = client.put_manifest(repo, tag, manifest)
-    referrers = referrers_supported(client, repo, digest)
-    if referrers:
-        subject = {"mediaType": mediatypes.MANIFEST, "digest": digest, "size": subject_size}
-        referrer = _manifest(client, repo, [layer], subject)
+    config = _image_config([x["digest"] for x in layers])
+    _parallel(lambda: client.push_bytes(repo, blob), lambda: client.push_bytes(repo, config))
+    manifest_digest = client.put_manifest(repo, tag, _manifest(layers, config, None))
+    if supported:
+        size = subject_size if subject_size is not None else _subject_size(client, ref, digest)
+        subject = {"mediaType": mediatypes.MANIFEST, "digest": digest, "size": size}
+        single = _image_config([layer["digest"]])
+        client.push_bytes(repo, single)
+        referrer = _manifest([layer], single, subject)
         client.put_manifest(repo, _sha(referrer), referrer)
     else:
         log.info("registry %s has no OCI referrers API: %s stored under tag %s only", ref.registry, digest, tag)
-    return SignResult(f"{ref.registry}/{repo}", digest, tag, manifest_digest, referrers)
+    return SignResult(f"{ref.registry}/{repo}", digest, tag, manifest_digest, supported)
 
 
 def _subject_size(client: RegistryClient, ref: Reference, digest: str) -> int:
@@ -202,19 +228,19 @@ def sign(
     digest: str,
     key: ec.EllipticCurvePrivateKey,
     optional: dict[str, str] | None = None,
+    subject_size: int | None = None,
 ) -> SignResult:
-    """Sign ModelKit ``ref``@``digest`` (already pushed) as ``cosign sign --key`` does."""
-    size = _subject_size(client, ref, digest)
+    """Sign ModelKit ``ref``@``digest`` (already pushed) as ``cosign sign --key`` does
+    (``subject_size``: the manifest's size, read from the registry when needed and not given)."""
     payload = simple_signing_payload(f"{ref.registry}/{ref.repository}", digest, optional)
     signature = base64.b64encode(keys.sign(key, payload)).decode()
-    payload_digest = client.push_bytes(ref.repository, payload)
     layer = {
         "mediaType": SIMPLE_SIGNING,
-        "digest": payload_digest,
+        "digest": _sha(payload),
         "size": len(payload),
         "annotations": {ANNOTATION_SIGNATURE: signature},
     }
-    return _attach(client, ref, digest, sig_tag(digest), layer, size)
+    return _attach(client, ref, digest, sig_tag(digest), layer, payload, subject_size)
 
 
 def attest(
@@ -223,9 +249,9 @@ def attest(
     digest: str,
     key: ec.EllipticCurvePrivateKey,
     statement: dict[str, Any],
+    subject_size: int | None = None,
 ) -> SignResult:
     """Attach an in-toto ``statement`` (subject = the ModelKit) as ``cosign attest --key`` does."""
-    size = _subject_size(client, ref, digest)
     body = json.dumps(statement, separators=(",", ":"), sort_keys=True).encode()
     signature = keys.sign(key, pae(IN_TOTO, body))
     envelope = json.dumps(
@@ -236,14 +262,31 @@ def attest(
         },
         separators=(",", ":"),
     ).encode()
-    envelope_digest = client.push_bytes(ref.repository, envelope)
     layer = {
         "mediaType": DSSE_ENVELOPE,
-        "digest": envelope_digest,
+        "digest": _sha(envelope),
         "size": len(envelope),
         "annotations": {ANNOTATION_SIGNATURE: "", ANNOTATION_PREDICATE: str(statement.get("predicateType", ""))},
     }
-    return _attach(client, ref, digest, att_tag(digest), layer, size)
+    return _attach(client, ref, digest, att_tag(digest), layer, envelope, subject_size)
+
+
+def sign_and_attest(
+    client: RegistryClient,
+    ref: Reference,
+    digest: str,
+    key: ec.EllipticCurvePrivateKey,
+    statement: dict[str, Any] | None,
+    subject_size: int | None = None,
+) -> tuple[SignResult, SignResult | None]:
+    """Signature and (when ``statement`` is given) provenance, written concurrently."""
+    if statement is None:
+        return sign(client, ref, digest, key, subject_size=subject_size), None
+    signed, attested = _parallel(
+        lambda: sign(client, ref, digest, key, subject_size=subject_size),
+        lambda: attest(client, ref, digest, key, statement, subject_size),
+    )
+    return signed, attested
 
 
 # -- verification -------------------------------------------------------------------------------

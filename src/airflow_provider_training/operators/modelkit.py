@@ -287,14 +287,15 @@ class _ModelKitBase(BaseOperator):
         repository = f"{ref.registry}/{ref.repository}"
         try:
             key = self._signing_key()
+            statement = None
+            if self.provenance:
+                facts = build_facts(self, context, str(self.source or ""), self.training_task_ids)
+                statement = provenance_statement(repository, digest, facts, result["layers"], str(ref))
             with self._client(ref) as client:
-                sig = signing.sign(client, ref, digest, key)
-                result["signature"] = f"{repository}:{sig.tag}"
-                if self.provenance:
-                    facts = build_facts(self, context, str(self.source or ""), self.training_task_ids)
-                    statement = provenance_statement(repository, digest, facts, result["layers"], str(ref))
-                    att = signing.attest(client, ref, digest, key, statement)
-                    result["provenance"] = f"{repository}:{att.tag}"
+                sig, att = signing.sign_and_attest(client, ref, digest, key, statement)
+            result["signature"] = f"{repository}:{sig.tag}"
+            if att is not None:
+                result["provenance"] = f"{repository}:{att.tag}"
         except (keys.KeyProblem, RegistryError) as exc:
             raise AirflowException(f"signing {repository}@{digest} failed: {exc}") from None
         ti = context["ti"]
