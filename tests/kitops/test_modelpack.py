@@ -68,6 +68,19 @@ def test_modelkit_and_modelpack_share_layer_blobs(store, model_dir):
     assert again.digest == mp.digest
 
 
+def test_modelpack_refuses_mcp_servers(store, tmp_path):
+    ctx = make_tree(
+        tmp_path / "mcp",
+        {
+            "Kitfile": "manifestVersion: 1.0.0\nmodel:\n  path: m\nmcpServers:\n  - name: tools\n    path: tools.mcpb\n",
+            "m/w": "x",
+            "tools.mcpb": "PK",
+        },
+    )
+    with pytest.raises(ValueError, match="mcpServers cannot be packed as a ModelPack"):
+        packmod.pack(ctx, store=store, modelpack=True)
+
+
 def test_modelpack_from_another_tool_unpacks_by_filepath_annotations():
     case = yaml.safe_load(
         (DATA / "kitops-upstream-2026/kitfile-generation/test-kitfile-for-manifest-and-config.yaml").read_text()

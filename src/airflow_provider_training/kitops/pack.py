@@ -179,6 +179,8 @@ def build(
     on_layer: Callable[[PackedLayer], None] | None = None,
 ) -> Assembled:
     """Write every layer of ``kf`` through ``sink``; returns the config and manifest (not stored)."""
+    if modelpack and kf.mcp_servers:
+        raise KitfileError("mcpServers cannot be packed as a ModelPack (kit refuses them with --use-model-pack)")
     entries = list(kf.layer_entries())
     layer_paths = [clean_path(path) for _, _, _, path in entries]
     if layer_format == "raw":  # fail before writing anything

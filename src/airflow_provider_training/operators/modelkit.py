@@ -67,6 +67,8 @@ class _ModelKitBase(BaseOperator):
         "namespace",
         "kubernetes_conn_id",
         "image",
+        "signing_conn_id",
+        "signing_key",
     )
     template_fields_renderers = {"kitfile": "yaml"}
     operator_extra_links = (ModelKitRegistryLink(),)
@@ -132,7 +134,7 @@ class _ModelKitBase(BaseOperator):
         if layer_format not in LAYER_FORMATS:
             raise ValueError(f"layer_format must be one of {', '.join(LAYER_FORMATS)} (got {layer_format!r})")
         self.layer_format = layer_format
-        self.sign = sign or bool(signing_conn_id or signing_key)
+        self.sign = sign  # also implied by signing_conn_id / signing_key once rendered (an empty one: off)
         self.signing_conn_id = signing_conn_id
         self.signing_key = signing_key
         self.provenance = provenance
@@ -281,7 +283,7 @@ class _ModelKitBase(BaseOperator):
     def _sign_and_attest(self, ref: Reference, context: Any, result: dict[str, Any]) -> None:
         """Sign the pushed digest (cosign layout) and attach the run's SLSA provenance, signed with
         the same key; XCom ``signature`` and ``provenance`` name where they are."""
-        if not self.sign:
+        if not (self.sign or self.signing_conn_id or self.signing_key):
             return
         digest = result["digest"]
         repository = f"{ref.registry}/{ref.repository}"
