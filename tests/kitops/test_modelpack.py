@@ -19,8 +19,8 @@ from airflow_provider_training.kitops.reference import parse
 from airflow_provider_training.kitops.store import LocalStore
 from airflow_provider_training.kitops.unpack import unpack
 from tests.kitops.conftest import make_tree
+from tests.paths import KITOPS_TESTDATA
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "kitops"
 FILES = ("model/weights.bin", "model/config.json", "src/train.py", "data/train.csv")
 
 
@@ -83,7 +83,9 @@ def test_modelpack_refuses_mcp_servers(store, tmp_path):
 
 def test_modelpack_from_another_tool_unpacks_by_filepath_annotations():
     case = yaml.safe_load(
-        (DATA / "kitops-upstream-2026/kitfile-generation/test-kitfile-for-manifest-and-config.yaml").read_text()
+        (
+            KITOPS_TESTDATA / "kitops-upstream-2026/kitfile-generation/test-kitfile-for-manifest-and-config.yaml"
+        ).read_text()
     )
     manifest = json.loads(case["manifestJson"])
     kf = kitfile_for_manifest(manifest, case["configJson"].encode())
