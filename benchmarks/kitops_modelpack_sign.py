@@ -53,7 +53,11 @@ def du(path: Path) -> int:
 
 
 def main() -> None:
+    from tests.fixtures import registry as registry_fixture
     from tests.fixtures.registry import RunningRegistry
+
+    # a docker-registry elsewhere than Debian's path (e.g. on a machine without the package)
+    registry_fixture.REGISTRY_BIN = os.environ.get("DOCKER_REGISTRY_BIN", registry_fixture.REGISTRY_BIN)
 
     size_mib = int(sys.argv[1]) if len(sys.argv) > 1 else 1024
     tmp = Path(tempfile.mkdtemp(prefix="kitbench16-"))
@@ -71,7 +75,8 @@ def main() -> None:
     regs = {name: RunningRegistry(tmp / f"reg-{name}") for name in ("kit", "pack", "stream", "curl")}
     for reg in regs.values():
         reg.start()
-    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}:{ROOT}"}
+    extra = os.environ.get("PYTHONPATH", "")
+    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}:{ROOT}" + (f":{extra}" if extra else "")}
     cli = [sys.executable, "-m", "airflow_provider_training.cli", "kit"]
     rows: dict[str, tuple[float, float]] = {}
     try:
