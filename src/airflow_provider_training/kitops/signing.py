@@ -197,20 +197,25 @@ def _attach(
     """Upload ``blob`` (the layer's content) and add ``layer`` to the manifest at ``tag`` (cosign
     appends to the signatures already there); also as an OCI referrer where the registry has the API."""
     repo = ref.repository
-    existing, supported = _parallel(
-        lambda: _existing_layers(client, repo, tag), lambda: referrers_supported(client, repo, digest)
+    # the blobs go up while the existing signatures are read: the config assumes this is the first
+    # signature (the usual case) and is uploaded again only when it is not
+    first_config = _image_config([layer["digest"]])
+    existing, supported, _, _ = _parallel(
+        lambda: _existing_layers(client, repo, tag),
+        lambda: referrers_supported(client, repo, digest),
+        lambda: client.push_bytes(repo, blob),
+        lambda: client.push_bytes(repo, first_config),
     )
     layers = [x for x in existing if x.get("digest") != layer["digest"]]
     layers.append(layer)
     config = _image_config([x["digest"] for x in layers])
-    _parallel(lambda: client.push_bytes(repo, blob), lambda: client.push_bytes(repo, config))
+    if config != first_config:
+        client.push_bytes(repo, config)
     manifest_digest = client.put_manifest(repo, tag, _manifest(layers, config, None))
     if supported:
         size = subject_size if subject_size is not None else _subject_size(client, ref, digest)
         subject = {"mediaType": mediatypes.MANIFEST, "digest": digest, "size": size}
-        single = _image_config([layer["digest"]])
-        client.push_bytes(repo, single)
-        referrer = _manifest([layer], single, subject)
+        referrer = _manifest([layer], first_config, subject)
         client.put_manifest(repo, _sha(referrer), referrer)
     else:
         log.info("registry %s has no OCI referrers API: %s stored under tag %s only", ref.registry, digest, tag)
