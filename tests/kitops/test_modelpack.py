@@ -68,6 +68,23 @@ def test_modelkit_and_modelpack_share_layer_blobs(store, model_dir):
     assert again.digest == mp.digest
 
 
+@pytest.mark.parametrize(
+    ("artifact_type", "config_type", "expected"),
+    [
+        (mediatypes.MODELPACK_ARTIFACT_TYPE, mediatypes.MODELPACK_CONFIG, "modelpack"),
+        (None, mediatypes.MODELPACK_CONFIG, "modelpack"),  # no artifactType: the config decides, as kit
+        (None, mediatypes.CONFIG, "kitops"),  # a kit <= 1.9 ModelKit
+        (mediatypes.ARTIFACT_TYPE, mediatypes.CONFIG, "kitops"),
+        (None, "application/vnd.oci.image.config.v1+json", None),
+    ],
+)
+def test_format_is_detected_like_kit(artifact_type, config_type, expected):
+    manifest = {"schemaVersion": 2, "config": {"mediaType": config_type, "digest": "sha256:0", "size": 2}}
+    if artifact_type:
+        manifest["artifactType"] = artifact_type
+    assert mediatypes.manifest_format(manifest) == expected
+
+
 def test_modelpack_refuses_mcp_servers(store, tmp_path):
     ctx = make_tree(
         tmp_path / "mcp",
