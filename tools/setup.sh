@@ -31,3 +31,12 @@ if [ ! -f "$stamp" ]; then
     rm -f .venv/.installed-*
     touch "$stamp"
 fi
+
+# The newest official Python client (pydantic models, strict types) in a venv of its own: the
+# conformance tests check that everything the embedded API server returns deserialises in it
+# (Airflow's constraints pin the main venv's client lower). tests/fixtures/client37.py makes it too.
+CLIENT37_SPEC="kubernetes>=37,<38"
+if ! .venv-client37/bin/python -c "import kubernetes, sys; sys.exit(int(kubernetes.__version__.split('.')[0]) != 37)" 2>/dev/null; then
+    "$PYTHON" -m venv .venv-client37
+    .venv-client37/bin/python -m pip install -q "$CLIENT37_SPEC" 2>&1 | grep -v "^WARNING: Location" || true
+fi

@@ -21,6 +21,7 @@ from airflow_provider_training.embedded import volumes
 from airflow_provider_training.embedded.apiserver import batchjobs, errors
 from airflow_provider_training.embedded.apiserver.admission import admit_training_job, field_validation_mode
 from airflow_provider_training.embedded.apiserver.context import ServerContext
+from airflow_provider_training.embedded.apiserver.defaulting import canonical_form
 from airflow_provider_training.embedded.apiserver.http import (
     Target,
     json_response,
@@ -151,13 +152,13 @@ def _prepare_new(ctx: ServerContext, rt: ResourceType, obj: dict[str, Any]) -> N
     if rt.has_status:
         obj.pop("status", None)
     if rt is PODS:
-        obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
-        obj.setdefault("spec", {}).setdefault("restartPolicy", "Always")
+        obj["status"] = {}
     elif rt is NAMESPACES:
         obj["status"] = {"phase": "Active"}
     elif rt is PVCS:
         volumes.bind(ctx.home, obj)
     _fold_string_data(rt, obj)
+    canonical_form(rt, obj, new=True)
 
 
 def _fold_string_data(rt: ResourceType, obj: dict[str, Any]) -> None:
@@ -321,6 +322,7 @@ def _finish_update(
         elif rt.key == BATCH_JOBS:
             batchjobs.admit_update(rt, new, old)
         _fold_string_data(rt, new)
+        canonical_form(rt, new, new=False)
     if _dry_run(request):
         return _single(request, rt, new, 200, warnings)
     return _single(request, rt, _store_update(ctx, rt, new), 200, warnings)
@@ -460,15 +462,9 @@ async def delete_collection(request: Request, ctx: ServerContext, target: Target
 async def ensure_initial_namespaces(ctx: ServerContext, names: tuple[str, ...]) -> None:
     for name in names:
         if ctx.store.get(NAMESPACES.key, "", name) is None:
-            ctx.store.create(
-                NAMESPACES.key,
-                {
-                    "apiVersion": "v1",
-                    "kind": "Namespace",
-                    "metadata": {"name": name},
-                    "status": {"phase": "Active"},
-                },
-            )
+            namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+            canonical_form(NAMESPACES, namespace, new=True)
+            ctx.store.create(NAMESPACES.key, {**namespace, "status": {"phase": "Active"}})
 
 
 __all__ = ["create", "delete", "delete_collection", "get", "list_", "patch", "replace"]

@@ -21,6 +21,7 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
+from airflow_provider_training.embedded import canonical
 from airflow_provider_training.embedded.controllers.base import ControllerContext, WorkQueue
 from airflow_provider_training.embedded.events import record_event
 from airflow_provider_training.embedded.node.network import LocalAddressing, shared_network
@@ -271,7 +272,7 @@ class Pass:
 
     def create(self, rt: ResourceType, obj: dict[str, Any], reason: str | None, message: str) -> None:
         if rt is PODS:
-            obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
+            canonical.pod(obj)  # the API server's defaults and canonical quantities
         try:
             self.store.create(rt.key, obj)
         except AlreadyExistsError:
