@@ -12,6 +12,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
 from airflow_provider_training.embedded.apiserver import crud, discovery, errors
+from airflow_provider_training.embedded.apiserver.apply import server_side_apply
 from airflow_provider_training.embedded.apiserver.context import ServerContext
 from airflow_provider_training.embedded.apiserver.http import (
     error_response,
@@ -20,6 +21,7 @@ from airflow_provider_training.embedded.apiserver.http import (
     parse_target,
 )
 from airflow_provider_training.embedded.apiserver.logs import logs
+from airflow_provider_training.embedded.apiserver.patch import APPLY_PATCH
 from airflow_provider_training.embedded.apiserver.watch import watch
 from airflow_provider_training.embedded.resources import GROUP_VERSIONS
 
@@ -86,6 +88,8 @@ async def _resource(request: Request, ctx: ServerContext, path: str) -> Response
             if rt.read_only
             else "the server does not allow this method on the requested resource"
         )
+    if verb == "patch" and request.headers.get("content-type", "").startswith(APPLY_PATCH):
+        return await server_side_apply(request, ctx, target)
     handler = {
         "watch": watch,
         "list": crud.list_,

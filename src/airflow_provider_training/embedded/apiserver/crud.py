@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from airflow_provider_training.embedded import volumes
-from airflow_provider_training.embedded.apiserver import batchjobs, errors
+from airflow_provider_training.embedded.apiserver import batchjobs, errors, managed
 from airflow_provider_training.embedded.apiserver.admission import admit_training_job, field_validation_mode
 from airflow_provider_training.embedded.apiserver.context import ServerContext
 from airflow_provider_training.embedded.apiserver.defaulting import canonical_form
@@ -175,8 +175,14 @@ def _fold_string_data(rt: ResourceType, obj: dict[str, Any]) -> None:
 
 # -- verbs -------------------------------------------------------------------------------------
 async def create(request: Request, ctx: ServerContext, target: Target) -> Response:
+    return await create_object(request, ctx, target, await read_body(request, ctx.settings.max_body_bytes))
+
+
+async def create_object(
+    request: Request, ctx: ServerContext, target: Target, body: Any, record_manager: bool = True
+) -> Response:
     rt = target.rt
-    obj = _check_type(rt, await read_body(request, ctx.settings.max_body_bytes))
+    obj = _check_type(rt, body)
     meta = obj["metadata"]
     if rt.namespaced:
         namespace = target.namespace or meta.get("namespace") or "default"
@@ -200,6 +206,8 @@ async def create(request: Request, ctx: ServerContext, target: Target) -> Respon
     if rt.training_job is not None:
         mode = field_validation_mode(request.query_params.get("fieldValidation"))
         obj, warnings = admit_training_job(rt, obj, None, mode)
+    if record_manager:
+        managed.record_update(None, obj, _manager(request), rt.api_version)
     uid = None
     if rt.key == BATCH_JOBS:
         uid = str(uuid.uuid4())
@@ -323,9 +331,18 @@ def _finish_update(
             batchjobs.admit_update(rt, new, old)
         _fold_string_data(rt, new)
         canonical_form(rt, new, new=False)
+        if request.headers.get("content-type", "").split(";")[0].strip() != APPLY_PATCH:
+            managed.record_update(old, new, _manager(request), rt.api_version)
     if _dry_run(request):
         return _single(request, rt, new, 200, warnings)
     return _single(request, rt, _store_update(ctx, rt, new), 200, warnings)
+
+
+finish_update = _finish_update  # server-side apply (apply.py) ends like a patch
+
+
+def _manager(request: Request) -> str:
+    return managed.manager_of(request.query_params.get("fieldManager"), request.headers.get("user-agent", ""))
 
 
 async def replace(request: Request, ctx: ServerContext, target: Target) -> Response:
