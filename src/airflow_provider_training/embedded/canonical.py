@@ -25,9 +25,11 @@ Functions change the object in place and return it; with ``problems`` given they
 
 from __future__ import annotations
 
+import secrets
 from typing import Any
 
 from airflow_provider_training.embedded.quantity import canonical_map
+from airflow_provider_training.embedded.serviceaccount import MOUNT_PATH, ROOT_CA_CONFIGMAP
 
 Problems = list[tuple[str, Any]]
 DEFAULT_SERVICE_ACCOUNT = "default"
@@ -187,6 +189,39 @@ def pod_spec(spec: Any, path: str = "spec", problems: Problems | None = None) ->
     return spec
 
 
+def service_account_volume(spec: dict[str, Any]) -> None:
+    """What the ServiceAccount admission plugin adds to a new pod: the projected
+    ``kube-api-access-xxxxx`` volume (token, ``ca.crt``, ``namespace``) mounted read-only at
+    ``/var/run/secrets/kubernetes.io/serviceaccount`` in every container, unless the pod says
+    ``automountServiceAccountToken: false`` or mounts something there itself."""
+    if spec.get("automountServiceAccountToken") is False:
+        return
+    volumes = spec.get("volumes") or []
+    if not isinstance(volumes, list) or any(
+        isinstance(v, dict) and str(v.get("name", "")).startswith("kube-api-access-") for v in volumes
+    ):
+        return
+    name = "kube-api-access-" + "".join(secrets.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(5))
+    containers = [c for k in ("initContainers", "containers") for c in spec.get(k) or [] if isinstance(c, dict)]
+    mounted = False
+    for container in containers:
+        mounts = container.setdefault("volumeMounts", [])
+        if isinstance(mounts, list) and not any(
+            isinstance(m, dict) and m.get("mountPath") == MOUNT_PATH for m in mounts
+        ):
+            mounts.append({"name": name, "mountPath": MOUNT_PATH, "readOnly": True})
+            mounted = True
+    if not mounted:
+        return
+    ca = {"name": ROOT_CA_CONFIGMAP, "items": [{"key": "ca.crt", "path": "ca.crt"}]}
+    namespace = {"items": [{"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}, "path": "namespace"}]}
+    sources = [{"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}}, {"configMap": ca}]
+    spec["volumes"] = [
+        *volumes,
+        {"name": name, "projected": {"defaultMode": 420, "sources": [*sources, {"downwardAPI": namespace}]}},
+    ]
+
+
 def qos_class(spec: dict[str, Any]) -> str:
     """Guaranteed / Burstable / BestEffort, from cpu and memory of every container (as the server)."""
     containers = [c for k in ("initContainers", "containers") for c in spec.get(k) or [] if isinstance(c, dict)]
@@ -209,6 +244,7 @@ def pod(obj: dict[str, Any], problems: Problems | None = None, *, new: bool = Tr
     spec = obj.setdefault("spec", {})
     pod_spec(spec, "spec", problems)
     if new and isinstance(spec, dict):
+        service_account_volume(spec)
         tolerations = spec.setdefault("tolerations", [])
         if isinstance(tolerations, list):
             present = {(t.get("key"), t.get("effect")) for t in tolerations if isinstance(t, dict)}

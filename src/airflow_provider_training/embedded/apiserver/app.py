@@ -11,7 +11,7 @@ from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
-from airflow_provider_training.embedded.apiserver import crud, discovery, errors
+from airflow_provider_training.embedded.apiserver import crud, discovery, errors, podtokens
 from airflow_provider_training.embedded.apiserver.apply import server_side_apply
 from airflow_provider_training.embedded.apiserver.context import ServerContext
 from airflow_provider_training.embedded.apiserver.http import (
@@ -117,7 +117,7 @@ def create_app(ctx: ServerContext) -> FastAPI:
     async def dispatch(request: Request, path: str) -> Response:
         try:
             if not _authorized(request, ctx.token):
-                raise errors.unauthorized()
+                podtokens.check(ctx, request.headers.get("authorization", ""))  # a pod's own token, or 401
             if request.method == "GET":
                 if (body := _discovery(request, path)) is not None:
                     return json_response(body)

@@ -147,7 +147,9 @@ def enter(root: str, mounts: list[Mount], workdir: str | None) -> None:
         with contextlib.suppress(IsolationError):
             _check(m.libc.umount2(inner.encode(), _MNT_DETACH), f"umount {inner}")
     for mount in sorted(mounts, key=lambda x: x.target.count("/")):
-        target = m.materialize(root, mount.target, os.path.isdir(mount.source))
+        # Through the host's symlinks (/var/run -> /run): the view holds the same links, and a bind
+        # mount made under a link's absolute target would land outside the new root.
+        target = m.materialize(root, os.path.realpath(mount.target), os.path.isdir(mount.source))
         m.mount(mount.source, target, None, _MS_BIND | _MS_REC)
         if mount.read_only:
             with contextlib.suppress(IsolationError):
