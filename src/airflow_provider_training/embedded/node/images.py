@@ -45,7 +45,9 @@ def with_builtins(profiles: list[Profile], home_root: Path) -> list[Profile]:
 def builtin_profiles(home_root: Path) -> list[Profile]:
     bin_dir = home_root / "node" / "bin"
     bin_dir.mkdir(parents=True, exist_ok=True)
-    _write(bin_dir / "kit", f'#!/bin/sh\nexec "{sys.executable}" -m airflow_provider_training.embedded.node.kitshim "$@"\n')
+    _write(
+        bin_dir / "kit", f'#!/bin/sh\nexec "{sys.executable}" -m airflow_provider_training.embedded.node.kitshim "$@"\n'
+    )
     kubectl = shutil.which("kubectl", path=str(Path(sys.executable).parent)) or shutil.which("kubectl")
     if kubectl:
         _write(bin_dir / "kubectl", f'#!/bin/sh\nexec "{kubectl}" "$@"\n')
