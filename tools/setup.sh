@@ -6,6 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(docker-registry openmpi-bin)
+# the seed's troubleshooting commands, run through kubectl exec: nc -zv <master-pod-ip> <port>, ping
+APT_PACKAGES+=(netcat-openbsd iputils-ping)
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
     dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")

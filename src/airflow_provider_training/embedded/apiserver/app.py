@@ -10,8 +10,10 @@ from typing import Any
 from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
+from starlette.websockets import WebSocket
 
 from airflow_provider_training.embedded.apiserver import crud, discovery, errors, podtokens
+from airflow_provider_training.embedded.apiserver import exec as exec_
 from airflow_provider_training.embedded.apiserver.apply import server_side_apply
 from airflow_provider_training.embedded.apiserver.context import ServerContext
 from airflow_provider_training.embedded.apiserver.http import (
@@ -112,6 +114,16 @@ def create_app(ctx: ServerContext) -> FastAPI:
     @app.get("/readyz")
     async def health() -> PlainTextResponse:
         return PlainTextResponse("ok")
+
+    @app.websocket("/api/v1/namespaces/{namespace}/pods/{name}/exec")
+    async def pod_exec(websocket: WebSocket, namespace: str, name: str) -> None:
+        try:
+            if not _authorized(websocket, ctx.token):  # type: ignore[arg-type]
+                podtokens.check(ctx, websocket.headers.get("authorization", ""))
+        except errors.ApiError as exc:
+            await exec_.deny(websocket, error_response(exc))
+            return
+        await exec_.serve(websocket, ctx, namespace, name)
 
     @app.api_route("/{path:path}", methods=METHODS)
     async def dispatch(request: Request, path: str) -> Response:
