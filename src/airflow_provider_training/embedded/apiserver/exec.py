@@ -35,6 +35,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from airflow_provider_training.embedded.apiserver import errors
 from airflow_provider_training.embedded.apiserver.context import ServerContext
 from airflow_provider_training.embedded.apiserver.http import error_response
+from airflow_provider_training.embedded.node import podexec  # stdlib-only: where a pod's container runs
 from airflow_provider_training.embedded.resources import PODS
 
 log = logging.getLogger(__name__)
@@ -114,12 +115,17 @@ async def serve(websocket: WebSocket, ctx: ServerContext, namespace: str, name: 
         )
         return
     tty, stdin = _flag(query, "tty"), _flag(query, "stdin")
-    argv = [sys.executable, "-I", "-S", _entry(), "exec", str(ctx.home.root / "node"), namespace, "exec", name]
-    argv += ["--container", container, "--", *command]
+    node_dir = ctx.home.root / "node"
+    planned = podexec.direct(node_dir, namespace, name, container, command)
+    if planned is not None:
+        argv, env = planned
+    else:
+        argv = [sys.executable, "-I", "-S", _entry(), "exec", str(node_dir), namespace, "exec", name]
+        argv, env = [*argv, "--container", container, "--", *command], None
     await websocket.accept(subprotocol=protocol)
     session = _Session(websocket, protocol, tty, stdin, command)
     try:
-        await session.run(argv)
+        await session.run(argv, env)
     except (WebSocketDisconnect, RuntimeError, ConnectionError) as exc:  # the client went away
         log.debug("exec in %s/%s ended early: %s", namespace, name, exc)
     finally:
@@ -144,13 +150,13 @@ class _Session:
         async with self.send_lock:
             await self.ws.send_bytes(bytes([stream]) + data)
 
-    async def run(self, argv: list[str]) -> None:
+    async def run(self, argv: list[str], env: dict[str, str] | None) -> None:
         if self.tty:
             self.master, slave = os.openpty()
             # a session of its own whose controlling terminal is the pty (util-linux's setsid; uvloop
             # does not run preexec_fn hooks reliably)
             self.process = await asyncio.create_subprocess_exec(
-                *_with_terminal(argv), stdin=slave, stdout=slave, stderr=slave
+                *_with_terminal(argv), stdin=slave, stdout=slave, stderr=slave, env=env
             )
             os.close(slave)
             pumps = [asyncio.create_task(self._pump_pty())]
@@ -161,6 +167,7 @@ class _Session:
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,
+                env=env,
             )
             assert self.process.stdout is not None and self.process.stderr is not None
             pumps = [
