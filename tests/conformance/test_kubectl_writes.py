@@ -124,3 +124,22 @@ def test_delete_wait_returns_once_the_pod_is_gone(kubectl: Kubectl) -> None:
     assert 'pod "long" deleted' in out.stdout
     gone = kubectl("get", "pod", "long", check=False)
     assert gone.returncode == 1 and 'pods "long" not found' in gone.stderr
+
+
+def test_kubeflow_namespace_shows_the_operator(kubectl_env: dict[str, str]) -> None:
+    done = subprocess.run(
+        [str(KUBECTL), "get", "pods", "-n", "kubeflow", "-l", "control-plane=kubeflow-training-operator"],
+        env=kubectl_env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    row = done.stdout.splitlines()[1].split()
+    assert row[:3] == ["training-operator-embedded", "1/1", "Running"]
+    refused = subprocess.run(
+        [str(KUBECTL), "exec", "-n", "kubeflow", "training-operator-embedded", "--", "true"],
+        env=kubectl_env,
+        capture_output=True,
+        text=True,
+    )
+    assert refused.returncode == 1 and "stands for the embedded control plane's controllers" in refused.stderr

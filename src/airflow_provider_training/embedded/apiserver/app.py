@@ -135,6 +135,8 @@ def create_app(ctx: ServerContext) -> FastAPI:
                     return json_response(body)
                 if path.startswith("openapi/"):
                     return _openapi(path) or error_response(errors.path_not_found())
+            if (refusal := exec_.plain_http(ctx, path, request.query_params)) is not None:
+                raise refusal
             return await _resource(request, ctx, path)
         except errors.ApiError as exc:
             return error_response(exc)

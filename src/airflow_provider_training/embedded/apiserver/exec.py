@@ -32,7 +32,7 @@ from typing import Any
 from starlette.responses import Response
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from airflow_provider_training.embedded.apiserver import errors
+from airflow_provider_training.embedded.apiserver import errors, operatorpod
 from airflow_provider_training.embedded.apiserver.context import ServerContext
 from airflow_provider_training.embedded.apiserver.http import error_response
 from airflow_provider_training.embedded.node import podexec  # stdlib-only: where a pod's container runs
@@ -67,6 +67,8 @@ def check(ctx: ServerContext, namespace: str, name: str, query: Any) -> tuple[di
     container = query.get("container") or (containers[0] if containers else "")
     if container not in containers:
         raise errors.bad_request(f"container {container} is not valid for pod {name}")
+    if (pod.get("spec") or {}).get("nodeName") == operatorpod.NODE:
+        raise errors.bad_request(f"pod {name} stands for the embedded control plane's controllers: it has no processes")
     phase = (pod.get("status") or {}).get("phase")
     if phase in ("Succeeded", "Failed"):
         raise errors.bad_request(f"cannot exec into a container in a completed pod; current phase is {phase}")
@@ -77,6 +79,22 @@ def check(ctx: ServerContext, namespace: str, name: str, query: Any) -> tuple[di
     if not running:
         raise errors.bad_request(f'unable to upgrade connection: container not found ("{container}")')
     return pod, container, command
+
+
+def plain_http(ctx: ServerContext, path: str, query: Any) -> errors.ApiError | None:
+    """A request to ``…/pods/NAME/exec`` that is not a WebSocket upgrade (kubectl's SPDY fallback
+    after a refused upgrade): the same refusal, or that only WebSocket is served. None: not exec."""
+    parts = [p for p in path.split("/") if p]
+    if len(parts) != 7 or parts[:3] != ["api", "v1", "namespaces"] or parts[4] != "pods" or parts[6] != "exec":
+        return None
+    try:
+        check(ctx, parts[3], parts[5], query)
+    except errors.ApiError as exc:
+        return exc
+    return errors.bad_request(
+        "Upgrade request required: the embedded control plane serves exec over WebSocket "
+        f"({', '.join(PROTOCOLS)}), not SPDY; kubectl 1.30 and later use it by default"
+    )
 
 
 def _status(code: int, command: list[str]) -> dict[str, Any]:
