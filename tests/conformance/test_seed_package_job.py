@@ -3,7 +3,7 @@
 (in the same namespace) waits for it with ``kubectl`` from inside its pod, logs in to the registry
 with ``kit login -p``, packs the claim's ``/output`` and pushes it. The registry is a real one
 with TLS and Basic auth standing in for TCR; ``TCR_*`` reach the ``kit`` image through the image
-mapping. Copies of the seed files are in ``seed/`` (byte for byte)."""
+mapping. The seed files are ``tests/data/seed``'s."""
 
 from __future__ import annotations
 
@@ -19,10 +19,11 @@ import pytest
 import yaml
 
 from airflow_provider_training.embedded import start, stop
+from tests import paths
 from tests.fixtures.control_plane import FAST_SETTINGS
 from tests.fixtures.registry import RunningRegistry
 
-SEED = Path(__file__).with_name("seed")
+SEED = paths.SEED
 REPO = Path(__file__).resolve().parents[2]
 KUBECTL = Path(sys.executable).with_name("kubectl")
 
