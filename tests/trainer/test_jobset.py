@@ -154,3 +154,41 @@ def test_suspended_jobset_suspends_its_jobs_and_claims_volumes() -> None:
     ]
     statuses = js.replicated_jobs_status(jobset, js.classify(jobset, [job]))
     assert statuses[0]["suspended"] == 1
+
+
+def test_jobs_to_create_follow_depends_on_and_in_order_startup() -> None:
+    jobset = _jobset("deepspeed-distributed", numNodes=3)
+    first = js.jobs_to_create(jobset, js.ChildJobs(), [])
+    assert [j["metadata"]["name"] for j in first.jobs] == ["tj-node-0"]  # the launcher waits for node Ready
+    node = first.jobs[0]
+    owned = js.classify(jobset, [node])
+    assert js.jobs_to_create(jobset, owned, js.replicated_jobs_status(jobset, owned)).jobs == []
+    ready = js.classify(jobset, [mutate(node, "status", {"ready": 2, "active": 2})])
+    second = js.jobs_to_create(jobset, ready, js.replicated_jobs_status(jobset, ready))
+    assert [j["metadata"]["name"] for j in second.jobs] == ["tj-launcher-0"] and second.startup_condition is None
+
+    ordered = mutate(_jobset(numNodes=2), "spec.startupPolicy", {"startupPolicyOrder": "InOrder"})
+    ordered["spec"]["replicatedJobs"].append(mutate(ordered["spec"]["replicatedJobs"][0], "name", "eval"))
+    step = js.jobs_to_create(ordered, js.ChildJobs(), [])
+    assert [j["metadata"]["name"] for j in step.jobs] == ["tj-node-0"]
+    assert step.startup_condition == js.STARTUP_IN_PROGRESS
+    (created,) = step.jobs
+    started = js.classify(ordered, [mutate(created, "status", {"ready": 2, "active": 2})])
+    step = js.jobs_to_create(ordered, started, js.replicated_jobs_status(ordered, started))
+    assert [j["metadata"]["name"] for j in step.jobs] == ["tj-eval-0"]
+    both = js.classify(ordered, [mutate(created, "status", {"ready": 2}), mutate(step.jobs[0], "status", {"ready": 2})])
+    done = js.jobs_to_create(ordered, both, js.replicated_jobs_status(ordered, both))
+    assert done.jobs == [] and done.startup_condition == js.STARTUP_COMPLETED
+
+
+def test_blocking_recreate_waits_for_the_old_attempt() -> None:
+    jobset = mutate(
+        _jobset(numNodes=1), "spec.failurePolicy", {"maxRestarts": 2, "restartStrategy": "BlockingRecreate"}
+    )
+    jobset["status"] = {"restarts": 1}
+    (old,) = js.child_jobs(mutate(jobset, "status", {"restarts": 0}))
+    owned = js.classify(jobset, [old])
+    assert owned.previous == [old]
+    assert js.jobs_to_create(jobset, owned, []).jobs == []
+    (fresh,) = js.jobs_to_create(jobset, js.ChildJobs(), []).jobs
+    assert fresh["metadata"]["labels"]["jobset.sigs.k8s.io/restart-attempt"] == "1"

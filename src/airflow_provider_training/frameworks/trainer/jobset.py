@@ -348,3 +348,63 @@ def failure_decision(jobset: dict[str, Any], failed: list[dict[str, Any]]) -> Fa
         return FailureDecision(action, True, reason, f"{message} (first failed job: {first})", first)
     message = f"{RESTART_JOBSET_ACTION[1]} (first failed job: {first})"
     return FailureDecision(action, False, restarting_reason, message, first, True, RESTART_JOBSET_ACTION[0])
+
+
+STARTUP_IN_PROGRESS = (
+    "StartupPolicyInProgress",
+    "True",
+    "InOrderStartupPolicyInProgress",
+    "in order startup policy is in progress",
+)
+STARTUP_COMPLETED = (
+    "StartupPolicyCompleted",
+    "True",
+    "InOrderStartupPolicyCompleted",
+    "in order startup policy has completed",
+)
+
+
+@dataclass
+class Creation:
+    """What ``reconcileReplicatedJobs`` does in one pass."""
+
+    jobs: list[dict[str, Any]] = field(default_factory=list)
+    # STARTUP_IN_PROGRESS / STARTUP_COMPLETED under ``startupPolicyOrder: InOrder`` (not while suspended).
+    startup_condition: tuple[str, str, str, str] | None = None
+
+
+def jobs_to_create(jobset: dict[str, Any], owned: ChildJobs, statuses: list[dict[str, Any]]) -> Creation:
+    """The Jobs to create now: missing ones, in replicatedJob order, gated by ``dependsOn``, by
+    ``startupPolicy: InOrder`` (one replicatedJob at a time until all its Jobs started) and by a
+    ``BlockingRecreate`` restart still deleting the previous attempt's Jobs."""
+    spec = jobset["spec"]
+    in_order = (spec.get("startupPolicy") or {}).get("startupPolicyOrder") == "InOrder"
+    suspended = bool(spec.get("suspend"))
+    blocking = (spec.get("failurePolicy") or {}).get("restartStrategy") == "BlockingRecreate"
+    existing = {
+        (job.get("metadata") or {}).get("name")
+        for job in [*owned.active, *owned.successful, *owned.failed, *owned.previous]
+    }
+    by_name = {s["name"]: s for s in statuses}
+    out = Creation()
+    seen: list[dict[str, Any]] = []
+    for rjob in spec["replicatedJobs"]:
+        seen.append(rjob)
+        if not depends_on_met(rjob, statuses, {"spec": {"replicatedJobs": seen}}):
+            continue
+        status = by_name.get(rjob["name"], {"ready": 0, "failed": 0, "succeeded": 0})
+        started = status["ready"] + status["failed"] + status["succeeded"] == _replicas(rjob)
+        if not suspended and in_order and started:
+            continue
+        if not (owned.previous and blocking):
+            out.jobs += [
+                construct_job(jobset, rjob, index)
+                for index in range(_replicas(rjob))
+                if job_name(jobset["metadata"]["name"], rjob["name"], index) not in existing
+            ]
+        if not suspended and in_order:
+            out.startup_condition = STARTUP_IN_PROGRESS
+            return out
+    if not suspended and in_order:
+        out.startup_condition = STARTUP_COMPLETED
+    return out
