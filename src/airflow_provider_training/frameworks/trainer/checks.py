@@ -151,6 +151,8 @@ def _trainjob(job: TrainJob, catalog: Catalog, findings: Findings) -> None:
     findings.warnings += [i for i in issues if i.level == "lint"]
     if any(i.level != "lint" for i in issues):
         return
+    if not job.name and job.metadata.generate_name:
+        job = TrainJob.model_validate(documents.with_generated_name(job.to_dict()))
     try:
         built = build(job, runtime)
     except BuildError as exc:
