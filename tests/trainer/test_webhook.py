@@ -396,3 +396,9 @@ def test_generate_name_is_checked_as_the_name_the_server_generates() -> None:
     assert _errors(job) == ['Invalid value: "object": metadata.name must match RFC 1035 DNS label format']
     job["metadata"] = {"generateName": "t" * 60}  # cut to 58 + 5 random characters: too long for JobSet's names
     assert any("JobSet name is too long, job names generated" in e for e in _errors(job))
+
+
+def test_jobset_with_generate_name() -> None:
+    doc = _jobset()
+    doc["metadata"] = {"generateName": "js-"}
+    assert _errors(doc) == []

@@ -121,7 +121,8 @@ def check(data: dict[str, Any], catalog: Catalog, *, strict: bool = False) -> Fi
         findings.warnings += [Issue("", w, "lint", "webhook-warning") for w in warnings]
         findings.warnings += compat.check_runtime(obj)
     elif isinstance(obj, JobSet) and checked.defaulted is not None:
-        findings.errors += webhook.check_jobset(webhook.jobset_defaults(checked.defaulted))
+        named = documents.with_generated_name(checked.defaulted)
+        findings.errors += webhook.check_jobset(webhook.jobset_defaults(named))
     return findings
 
 
