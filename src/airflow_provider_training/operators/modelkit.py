@@ -117,6 +117,7 @@ class _ModelKitBase(BaseOperator):
         self.poll_interval = poll_interval
         self.backoff_limit = backoff_limit
         self.log_tail_lines = log_tail_lines
+        self._pushed_reference: str | None = None  # for the extra link: set once the reference is in XCom
 
     # -- shared steps -------------------------------------------------------------------------------
     def _check(self) -> Reference:
@@ -333,6 +334,7 @@ class _ModelKitBase(BaseOperator):
         ti.xcom_push(key="reference", value=str(ref))
         ti.xcom_push(key="digest", value=result["digest"])
         ti.xcom_push(key="size", value=result["size"])
+        self._pushed_reference = str(ref)
 
     @staticmethod
     def _return(ref: Reference, result: dict[str, Any]) -> dict[str, Any]:
