@@ -6,8 +6,11 @@ const W = 420;
 const H = 220;
 const M = { left: 48, right: 12, top: 14, bottom: 30 };
 
-function ticks(min, max, count = 4) {
+function ticks(min, max, count = 4, integers = false) {
   if (min === max) return [min];
+  if (integers && max - min <= count * 2) {
+    return Array.from({ length: Math.floor(max) - Math.ceil(min) + 1 }, (_, i) => Math.ceil(min) + i);
+  }
   const step = (max - min) / count;
   return Array.from({ length: count + 1 }, (_, i) => min + i * step);
 }
@@ -23,6 +26,7 @@ export function Chart({ metric, series }) {
   if (!all.length) return null;
   let [x0, x1] = [Math.min(...all.map((p) => p.step)), Math.max(...all.map((p) => p.step))];
   let [y0, y1] = [Math.min(...all.map((p) => p[metric])), Math.max(...all.map((p) => p[metric]))];
+  const integerSteps = all.every((p) => Number.isInteger(p.step));
   if (x0 === x1) [x0, x1] = [x0 - 1, x1 + 1];
   if (y0 === y1) [y0, y1] = [y0 - Math.abs(y0 || 1) * 0.1, y1 + Math.abs(y1 || 1) * 0.1];
   const x = (v) => M.left + ((v - x0) / (x1 - x0)) * (W - M.left - M.right);
@@ -38,7 +42,7 @@ export function Chart({ metric, series }) {
             </text>
           </g>
         ))}
-        {ticks(x0, x1).map((t) => (
+        {ticks(x0, x1, 4, integerSteps).map((t) => (
           <text key={`x${t}`} x={x(t)} y={H - M.bottom + 14} fontSize="10" textAnchor="middle" fill="currentColor">
             {fmt(t)}
           </text>
