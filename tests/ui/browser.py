@@ -8,8 +8,6 @@ import tempfile
 from collections.abc import Iterator
 from typing import Any
 
-from tests.ui.deployment import Deployment
-
 CHROMIUM = "/usr/bin/chromium"
 ARGS = [
     "--headless",
@@ -24,7 +22,7 @@ ARGS = [
 
 
 @contextlib.contextmanager
-def browser(deployment: Deployment, user: str = "admin") -> Iterator[Any]:
+def browser(deployment: Any, user: str = "admin") -> Iterator[Any]:
     """A fresh browser context (own user-data-dir) signed in as ``user``."""
     from playwright.sync_api import sync_playwright
 
@@ -33,13 +31,13 @@ def browser(deployment: Deployment, user: str = "admin") -> Iterator[Any]:
             profile, executable_path=CHROMIUM, headless=True, args=ARGS, viewport={"width": 1400, "height": 1000}
         )
         try:
-            context.add_cookies([{"name": "_token", "value": deployment.token(user), "url": deployment.url}])
+            context.add_cookies([{"name": "_token", "value": deployment.user_tokens[user], "url": deployment.base_url}])
             yield context
         finally:
             context.close()
 
 
-def ti_url(deployment: Deployment, dag_id: str, run_id: str, task_id: str, route: str) -> str:
+def ti_url(deployment: Any, dag_id: str, run_id: str, task_id: str, route: str) -> str:
     from urllib.parse import quote
 
-    return f"{deployment.url}/dags/{dag_id}/runs/{quote(run_id, safe='')}/tasks/{task_id}/plugin/{route}"
+    return f"{deployment.base_url}/dags/{dag_id}/runs/{quote(run_id, safe='')}/tasks/{task_id}/plugin/{route}"

@@ -1,39 +1,46 @@
-"""One real Airflow deployment (four processes) per session for the cockpit's tests, wired to the
-session's embedded control plane and OCI registry, with the cockpit's test DAG deployed."""
+"""The cockpit's tests run in the session's real Airflow deployment (``airflow_deployment``,
+``tests/fixtures/airflow_deployment.py``), whose second DAG bundle holds ``cockpit_training``."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.ui.dag_source import DAG_ID, SOURCE
-from tests.ui.deployment import Deployment
+from tests.paths import ROOT
 
-ARTIFACTS = Path(__file__).resolve().parents[2] / ".run" / "ui-artifacts"
+ARTIFACTS = ROOT / ".run" / "ui-artifacts"
+DAG_ID = "cockpit_training"
+
+# Tokens as the deployment's own auth manager signs them for two more users: ``viewer`` (read-only
+# role) and ``outsider`` (signed in, no role: may read no DAG). The fixture configures one admin.
+_MINT = """
+import json
+from airflow.api_fastapi.auth.managers.simple.simple_auth_manager import SimpleAuthManager
+from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
+manager = SimpleAuthManager()
+print(json.dumps({name: manager.generate_jwt(SimpleAuthManagerUser(username=name, role=role))
+                  for name, role in (("viewer", "viewer"), ("outsider", None))}))
+"""
 
 
 @pytest.fixture(scope="session")
-def cockpit(tmp_path_factory: pytest.TempPathFactory, control_plane, registry) -> Iterator[Deployment]:
-    root = tmp_path_factory.mktemp("cockpit")
-    registry_conn = {"conn_type": "modelkit_registry", "host": registry.host, "extra": {"plain_http": True}}
-    deployment = Deployment.create(
-        root,
-        extra_env={
-            "AIRFLOW__TRAINING__KUBERNETES_CONN_ID": "",
-            "AIRFLOW__TRAINING__EMBEDDED_HOME": str(control_plane.home),
-            "AIRFLOW_CONN_COCKPIT_REGISTRY": json.dumps(registry_conn),
-        },
+def cockpit(airflow_deployment):
+    airflow_deployment.wait_for_dags(DAG_ID)
+    airflow_deployment.unpause(DAG_ID)
+    minted = subprocess.run(
+        [sys.executable, "-c", _MINT],
+        env=airflow_deployment.env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
     )
-    deployment.add_dag(SOURCE, f"{DAG_ID}.py")
-    try:
-        deployment.start()
-        deployment.wait_dag(DAG_ID)
-        yield deployment
-    finally:
-        deployment.stop()
+    airflow_deployment.user_tokens = {"admin": airflow_deployment.token(), **json.loads(minted.stdout.splitlines()[-1])}
+    return airflow_deployment
 
 
 @pytest.fixture(scope="session")

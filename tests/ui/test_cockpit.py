@@ -12,24 +12,30 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import httpx
 import psutil
 import pytest
 
 from tests.ui.browser import browser, ti_url
-from tests.ui.dag_source import DAG_ID
-from tests.ui.deployment import Deployment
+from tests.ui.conftest import DAG_ID
 
 pytestmark = pytest.mark.slow
 DOCS_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
 RED = "rgb(220, 38, 38)"
 
 
-def job_api(cockpit: Deployment, run_id: str, task_id: str = "train", suffix: str = "", user: str | None = "admin"):
-    from urllib.parse import quote
-
-    return cockpit.api(
-        "GET", f"/training/api/dags/{DAG_ID}/runs/{quote(run_id, safe='')}/tasks/{task_id}/job{suffix}", user=user
+def job_api(cockpit: Any, run_id: str, task_id: str = "train", suffix: str = "", user: str | None = "admin"):
+    """``(status, body)`` of a cockpit route as ``user`` (``None``: no credentials)."""
+    headers = {"Authorization": f"Bearer {cockpit.user_tokens[user]}"} if user else {}
+    response = httpx.get(
+        f"{cockpit.base_url}/training/api/dags/{DAG_ID}/runs/{quote(run_id, safe='')}/tasks/{task_id}/job{suffix}",
+        headers=headers,
+        timeout=60,
     )
+    try:
+        return response.status_code, response.json()
+    except ValueError:
+        return response.status_code, response.text
 
 
 def wait_for(what: str, check: Any, timeout: float = 120.0) -> Any:
@@ -42,10 +48,10 @@ def wait_for(what: str, check: Any, timeout: float = 120.0) -> Any:
     raise TimeoutError(f"timed out waiting for {what}")
 
 
-def cluster_connections(cockpit: Deployment, api_port: int) -> int:
+def cluster_connections(cockpit: Any, api_port: int) -> int:
     """Open TCP connections from the api-server (and its workers) to the cluster's API server: its
     watches and log follows."""
-    server = psutil.Process(cockpit.procs[0].pid)
+    server = psutil.Process(cockpit.pids["api-server"])
     count = 0
     for proc in [server, *server.children(recursive=True)]:
         try:
@@ -91,10 +97,10 @@ def test_api_needs_an_airflow_user_with_access_to_the_dag(cockpit, tmp_path, con
             assert token not in json.dumps(body) and "BEGIN CERTIFICATE" not in json.dumps(body)
     finally:
         go.write_text("done")
-        cockpit.wait_task(DAG_ID, run, "train", ("success", "failed"))
+        cockpit.wait_task(DAG_ID, run, "train", {"success", "failed"})
 
 
-def body_name(cockpit: Deployment, run: str) -> str:
+def body_name(cockpit: Any, run: str) -> str:
     return job_api(cockpit, run)[1]["job"]["name"]
 
 
@@ -163,12 +169,13 @@ def test_training_job_tab_live_then_modelkit_tab(cockpit, registry, model_dir, a
     wait_for("the watches to close", lambda: cluster_connections(cockpit, api_port) <= baseline, timeout=30)
     assert open_now > baseline
 
-    cockpit.wait_task(DAG_ID, run, "package", ("success", "failed"), timeout=180)
-    assert cockpit.task_state(DAG_ID, run, "package") == "success", cockpit.logs()
+    cockpit.wait_task(DAG_ID, run, "package", {"success", "failed"}, timeout=180)
+    assert cockpit.task_states(DAG_ID, run)["package"] == "success", cockpit.failure_details(DAG_ID, run)
     repository, tag = reference.split("/", 1)[1].rsplit(":", 1)
     digest = registry_digest(registry.host, repository, tag)
-    status, links = cockpit.api("GET", f"/api/v2/dags/{DAG_ID}/dagRuns/{run}/taskInstances/package/links")
-    assert status == 200 and links["extra_links"]["ModelKit"].endswith("/tasks/package/plugin/modelkit")
+    response = cockpit.api("GET", f"/api/v2/dags/{DAG_ID}/dagRuns/{run}/taskInstances/package/links")
+    links = response.json()
+    assert response.status_code == 200 and links["extra_links"]["ModelKit"].endswith("/tasks/package/plugin/modelkit")
     with browser(cockpit, user="viewer") as context:
         page = context.new_page()
         page.goto(links["extra_links"]["ModelKit"])
@@ -186,8 +193,8 @@ def test_failed_job_shows_the_failed_replica_in_red_and_history_compares_runs(co
     go.write_text("now")
     run = cockpit.trigger(DAG_ID, {"go_file": str(go), "worker_exit": 3})
     other = cockpit.trigger(DAG_ID, {"go_file": str(go), "epochs": 4})  # a second run to compare with
-    assert cockpit.wait_task(DAG_ID, run, "train", ("success", "failed")) == "failed"
-    assert cockpit.wait_task(DAG_ID, other, "train", ("success", "failed")) == "success"
+    assert cockpit.wait_task(DAG_ID, run, "train", {"success", "failed"}) == "failed"
+    assert cockpit.wait_task(DAG_ID, other, "train", {"success", "failed"}) == "success"
     job = body_name(cockpit, run)
     worker = f"{job}-worker-0"
     with browser(cockpit) as context:
@@ -205,7 +212,7 @@ def test_failed_job_shows_the_failed_replica_in_red_and_history_compares_runs(co
         assert log.evaluate("el => getComputedStyle(el).color") == RED
         page.screenshot(path=str(artifacts / "failed-job.png"), full_page=True)
 
-        page.goto(f"{cockpit.url}/dags/{DAG_ID}/plugin/training-history")
+        page.goto(f"{cockpit.base_url}/dags/{DAG_ID}/plugin/training-history")
         page.wait_for_selector('[data-testid="history-run"]', timeout=60_000)
         assert page.locator('[data-testid="history-run"]').count() >= 2
         series = page.locator('[data-testid="chart-loss"] [data-testid="series-loss"]')
@@ -220,6 +227,6 @@ def test_failed_job_shows_the_failed_replica_in_red_and_history_compares_runs(co
         page.goto(ti_url(cockpit, DAG_ID, run, "train", "training-job"))
         status = page.evaluate(
             "async (url) => (await fetch(url, {credentials: 'same-origin'})).status",
-            f"{cockpit.url}/training/api/dags/{DAG_ID}/runs/{quote(run, safe='')}/tasks/train/job",
+            f"{cockpit.base_url}/training/api/dags/{DAG_ID}/runs/{quote(run, safe='')}/tasks/train/job",
         )
         assert status == 403

@@ -348,7 +348,6 @@ def _recent(dag_id: str, session: SessionDep, limit: Annotated[int, Query(ge=1, 
             "run_id": run.run_id,
             "run_after": run.run_after,
             "run_state": str(run.state),
-            "conf": run.conf if isinstance(run.conf, dict) else {},
             "task_id": task_id,
             "ref": ref,
         }
