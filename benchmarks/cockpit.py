@@ -151,11 +151,19 @@ def main() -> None:
             )
             context.add_cookies([{"name": "_token", "value": deployment.token(), "url": deployment.base_url}])
 
+            own: list[float] = []
+
             def paint(url: str, ready: str) -> float:
                 page = context.new_page()
                 page.goto(url)
                 page.wait_for_function(ready, timeout=60_000)
                 ms = float(page.evaluate("performance.now()"))
+                # the tab's own part: from the moment Airflow's UI asks for the cockpit's bundle
+                bundle = page.evaluate(
+                    "performance.getEntriesByType('resource').find((e) => e.name.includes('cockpit.js'))?.startTime"
+                )
+                if bundle is not None:
+                    own.append(ms - float(bundle))
                 page.close()
                 return ms
 
@@ -163,6 +171,7 @@ def main() -> None:
             details = "document.body.innerText.includes('PyTorchJobOperator')"
             paint(f"{ti}/plugin/training-job", rows)  # warm the browser cache once, as a returning user
             cockpit_ms = [paint(f"{ti}/plugin/training-job", rows) for _ in range(args.paints)]
+            cockpit_own = own[-args.paints :]
             airflow_ms = [paint(f"{ti}/details", details) for _ in range(args.paints)]
 
             # idle: the tab stays open on the running job (it follows the master's log)
@@ -215,7 +224,11 @@ def main() -> None:
             f"  Airflow 'Details' tab       median {statistics.median(airflow_ms):7.0f}  runs {[round(x) for x in airflow_ms]}"
         )
         print(
-            f"  ratio cockpit / Airflow's own tab: {statistics.median(cockpit_ms) / statistics.median(airflow_ms):.2f}  (goal < 1000 ms)"
+            f"  of which the cockpit (bundle requested → rows drawn) median {statistics.median(cockpit_own):7.0f}  "
+            f"runs {[round(x) for x in cockpit_own]}  (goal < 1000)"
+        )
+        print(
+            f"  ratio cockpit / Airflow's own tab: {statistics.median(cockpit_ms) / statistics.median(airflow_ms):.2f}"
         )
         print(f"cluster requests per open tab per idle minute: {per_minute:.2f} ({idle} in {args.idle:.0f} s)")
         print(
