@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from airflow_provider_training import frameworks
+from airflow_provider_training.frameworks.trainer import checks as trainer_checks
 from airflow_provider_training.specs import lint, runnable, webhook
 from airflow_provider_training.specs.batch import BatchJob
 from airflow_provider_training.specs.crds import openapi_schema
@@ -35,6 +36,7 @@ from airflow_provider_training.specs.loader import (
     read_documents,
 )
 from airflow_provider_training.specs.pod import Container
+from airflow_provider_training.specs.trainer import documents as trainer_documents
 
 __all__ = ["AdmissionResult", "ValidationReport", "admit", "validate", "validate_job"]
 
@@ -82,7 +84,30 @@ def validate(source: Source | Iterable[Source], *, strict: bool = False) -> list
         documents = read_documents(source)
     except JobSpecError as exc:
         return [ValidationReport(exc.source, errors=exc.issues)]
-    return [_validate_document(doc, strict) for doc in documents]
+    catalog = None
+    if any(trainer_documents.is_trainer_document(doc.data) for doc in documents):
+        catalog = trainer_checks.Catalog.from_documents(doc.data for doc in documents)
+    return [
+        _validate_trainer_document(doc, strict, catalog)
+        if catalog is not None and trainer_documents.is_trainer_document(doc.data)
+        else _validate_document(doc, strict)
+        for doc in documents
+    ]
+
+
+def _validate_trainer_document(doc: Document, strict: bool, catalog: trainer_checks.Catalog) -> ValidationReport:
+    """TrainJob, (Cluster)TrainingRuntime and JobSet: see :mod:`airflow_provider_training.frameworks.trainer.checks`."""
+    meta = doc.data.get("metadata") if isinstance(doc.data.get("metadata"), dict) else {}
+    assert isinstance(meta, dict)
+    report = ValidationReport(
+        doc.source,
+        kind=str(doc.data.get("kind")),
+        name=meta.get("name") if isinstance(meta.get("name"), str) else None,
+        namespace=meta.get("namespace") if isinstance(meta.get("namespace"), str) else None,
+    )
+    findings = trainer_checks.check(doc.data, catalog, strict=strict)
+    report.errors, report.warnings = findings.errors, findings.warnings
+    return report
 
 
 def validate_job(job: TrainingJob, *, strict: bool = False) -> ValidationReport:

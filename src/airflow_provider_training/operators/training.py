@@ -61,7 +61,7 @@ class TrainingJobOperator(BaseOperator):
     :param job: the job: a dict, a YAML string, a path to a ``.yaml`` / ``.yml`` / ``.json`` file
         (read as a Jinja template, relative to the DAG folder or ``template_searchpath``), or a
         pydantic job object (``airflow_provider_training.specs.PyTorchJob`` …). Templated: strings
-        inside it may use ``{{ params.epochs }}``, ``{{ ds_nodash }}``…; values that render as strings
+        inside it may use ``{{ params.epochs }}``, ``{{ run_name('train') }}`` (:mod:`.naming`)…; values that render as strings
         where the schema wants an integer or boolean (``replicas: "{{ params.replicas }}"``) are
         converted. Validated before submitting; lint warnings go to the task log.
     :param name: job name (templated); overrides ``metadata.name``. Without any name the job is
@@ -239,15 +239,18 @@ class TrainingJobOperator(BaseOperator):
 
     def submit_or_reattach(self, context: Any, client: TrainingJobClient, body: dict[str, Any]) -> dict[str, Any]:
         kind, meta = body["kind"], body["metadata"]
-        existing = self._stored(context, client, kind) or self._labelled(client, body)
+        existing, found_by = self._stored(context, client, kind), "the task state store"
+        if existing is None:
+            existing, found_by = self._labelled(client, body), "its identity labels"
         if existing is not None:
             self.log.info(
-                "Reattaching to %s %s/%s (uid %s), still %s",
+                "Reattaching to %s %s/%s (uid %s), still %s (found through %s)",
                 kind,
                 existing["metadata"]["namespace"],
                 existing["metadata"]["name"],
                 existing["metadata"]["uid"],
                 job_state(existing).phase,
+                found_by,
             )
             return existing
         base, try_number = meta["name"], int(context["ti"].try_number)
