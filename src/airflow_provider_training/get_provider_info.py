@@ -49,7 +49,16 @@ def get_provider_info() -> dict[str, Any]:
                 "python-modules": ["airflow_provider_training.operators.deploy"],
             },
         ],
-        "extra-links": ["airflow_provider_training.links.modelkit.ModelKitRegistryLink"],
+        "extra-links": [
+            "airflow_provider_training.links.modelkit.ModelKitRegistryLink",
+            "airflow_provider_training.links.training.TrainingJobLink",
+        ],
+        "plugins": [
+            {
+                "name": "airflow-provider-training",
+                "plugin-class": "airflow_provider_training.ui.plugin.TrainingCockpitPlugin",
+            },
+        ],
         "sensors": [
             {
                 "integration-name": "Kubeflow Training Operator",

@@ -139,6 +139,7 @@ class _ModelKitBase(BaseOperator):
         self.signing_key = signing_key
         self.provenance = provenance
         self.training_task_ids = training_task_ids
+        self._pushed_reference: str | None = None  # for the extra link: set once the reference is in XCom
 
     # -- shared steps -------------------------------------------------------------------------------
     def _check(self) -> Reference:
@@ -422,6 +423,7 @@ class _ModelKitBase(BaseOperator):
         ti.xcom_push(key="reference", value=str(ref))
         ti.xcom_push(key="digest", value=result["digest"])
         ti.xcom_push(key="size", value=result["size"])
+        self._pushed_reference = str(ref)
 
     @staticmethod
     def _return(ref: Reference, result: dict[str, Any]) -> dict[str, Any]:

@@ -287,6 +287,7 @@ class TrainingJobOperator(TrainingLineageMixin, BaseOperator):  # lineage: opera
             ("job_uid", meta["uid"]),
             ("job_kind", job["kind"]),
             ("job_api_url", hook.api_url),
+            ("job_conn_id", hook.kubernetes_conn_id or ""),  # for the UI plugin: the same connection
         ):
             ti.xcom_push(key=key, value=value)
         store = context.get("task_state_store")
