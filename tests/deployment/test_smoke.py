@@ -22,7 +22,8 @@ def test_deployment_runs_a_deferrable_task_without_a_logical_date(airflow_deploy
     run = d.wait_run("fault_triggerer", run_id, timeout=240)
     assert run["state"] == "success", d.failure_details("fault_triggerer", run_id)
     assert d.xcom("fault_triggerer", run_id, "train", "job_name").startswith("fault-triggerer-")
-    # The first trigger of a fresh triggerer imports this provider's trigger module and clients:
-    # that must not hold the triggerer's event loop (it did for 1-4 s when the clients were imported
-    # at module level, on the loop).
-    assert "async thread was blocked" not in d.log("triggerer"), d.log("triggerer")[-3000:]
+    # The first trigger of a fresh triggerer imports this provider's trigger module and its clients:
+    # no step of the triggerer's loop may hold it (an import at module level or on the loop did, for
+    # 1-4 s). Airflow's own "async thread was blocked" watchdog cannot say who blocked; asyncio's debug
+    # mode names the coroutine, and a loop merely starved by a busy machine shows no such step.
+    assert d.slow_loop_steps(at_least=0.5) == [], d.log("triggerer")[-3000:]

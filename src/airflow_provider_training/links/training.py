@@ -8,7 +8,6 @@ from typing import Any
 
 from airflow.sdk import BaseOperatorLink
 
-from airflow_provider_training.client.resources import RESOURCES
 from airflow_provider_training.links.cockpit import JOB_ROUTE, pushed, view_url
 
 FIELDS = ("kind", "plural", "name", "namespace", "uid")
@@ -16,6 +15,10 @@ FIELDS = ("kind", "plural", "name", "namespace", "uid")
 
 def job_url(template: str, api_url: str, *, kind: str, name: str, namespace: str, uid: str = "") -> str:
     """Fill ``template`` (fields ``{kind} {plural} {name} {namespace} {uid}``), or give the API URL."""
+    # Imported here: the triggerer imports the link class (deserializing the task) on its event loop,
+    # and the client package pulls in the Kubernetes clients (~1 s).
+    from airflow_provider_training.client.resources import RESOURCES
+
     resource = RESOURCES.get(kind)
     plural = resource.plural if resource else f"{kind.lower()}s"
     if not template:
