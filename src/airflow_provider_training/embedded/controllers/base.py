@@ -60,7 +60,10 @@ class WorkQueue(Generic[K]):
         retry: type[Exception] | tuple[type[Exception], ...] = (),
     ) -> None:
         """Reconcile keys until ``stopping``: a ``retry`` error (a write conflict) re-queues at once,
-        any other error after a second; the ``watchers`` that feed the queue are cancelled at the end."""
+        any other error after a back-off (1 s doubling to 60 s) with one log line per new error, so
+        one bad object neither floods the log nor holds up the other keys; the ``watchers`` that
+        feed the queue are cancelled at the end."""
+        failing: dict[K, tuple[str, float]] = {}
         try:
             while not stopping.is_set():
                 key = await self.get()
@@ -68,9 +71,19 @@ class WorkQueue(Generic[K]):
                     reconcile(key)
                 except retry:
                     self.add(key)
-                except Exception:
-                    log.exception("reconciling %s failed", key)
-                    self.add_after(key, 1.0)
+                except Exception as exc:
+                    text, delay = f"{type(exc).__name__}: {exc}", 1.0
+                    if key in failing:
+                        previous, delay = failing[key]
+                        delay = min(delay * 2, 60.0)
+                        if previous != text:
+                            log.warning("reconciling %s failed: %s", key, text)
+                    else:
+                        log.exception("reconciling %s failed", key)
+                    failing[key] = (text, delay)
+                    self.add_after(key, delay)
+                else:
+                    failing.pop(key, None)
         finally:
             for task in watchers:
                 task.cancel()

@@ -30,6 +30,7 @@ from typing import Any
 
 from airflow_provider_training.embedded.apiserver.batchjobs import CONTROLLER_UID
 from airflow_provider_training.embedded.controllers.base import ControllerContext, WorkQueue
+from airflow_provider_training.embedded.controllers.refs import owner_references
 from airflow_provider_training.embedded.events import record_event
 from airflow_provider_training.embedded.node.runtime import WORKING_DIR_ANNOTATION
 from airflow_provider_training.embedded.resources import BY_KEY, PODS
@@ -141,7 +142,7 @@ class BatchJobController:
 
     async def _watch_pods(self) -> None:
         async for event in self.ctx.informer(PODS.key):
-            for ref in event.object.get("metadata", {}).get("ownerReferences") or []:
+            for ref in owner_references(event.object):
                 if ref.get("controller") and ref.get("kind") == "Job" and ref.get("apiVersion") == "batch/v1":
                     self.enqueue((event.namespace, ref.get("name", "")))
             if event.type == "DELETED":
@@ -160,11 +161,7 @@ class BatchJobController:
         uid = job["metadata"]["uid"]
         selector = ((job.get("spec") or {}).get("selector") or {}).get("matchLabels") or {CONTROLLER_UID: uid}
         items = self.store.list(PODS.key, job["metadata"]["namespace"], label_equals=list(selector.items())).items
-        return [
-            p
-            for p in items
-            if any(r.get("uid") == uid and r.get("controller") for r in p["metadata"].get("ownerReferences") or [])
-        ]
+        return [p for p in items if any(r.get("uid") == uid and r.get("controller") for r in owner_references(p))]
 
 
 class Sync:

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from airflow_provider_training.embedded.controllers.base import ControllerContext, WorkQueue
+from airflow_provider_training.embedded.controllers.refs import owner_references
 from airflow_provider_training.embedded.events import record_event
 from airflow_provider_training.embedded.node.network import LocalAddressing, shared_network
 from airflow_provider_training.embedded.node.runtime import WORKING_DIR_ANNOTATION
@@ -82,7 +83,7 @@ class JobController:
     async def _watch_pods(self) -> None:
         kinds = {rt.kind: rt.key for rt in JOB_TYPES}
         async for event in self.ctx.informer(PODS.key):
-            for ref in event.object.get("metadata", {}).get("ownerReferences") or []:
+            for ref in owner_references(event.object):
                 if ref.get("controller") and ref.get("kind") in kinds:
                     self.enqueue((kinds[ref["kind"]], event.namespace, ref.get("name", "")))
 
@@ -127,11 +128,7 @@ class JobController:
         terms = [(lbl.JOB_NAME, job.name.replace("/", "-")), (lbl.OPERATOR_NAME, p.info.operator_name)]
         items = self.store.list(resource, job.namespace, label_equals=terms).items
         uid = job.metadata.uid
-        return [
-            o
-            for o in items
-            if any(r.get("uid") == uid and r.get("controller") for r in o["metadata"].get("ownerReferences") or [])
-        ]
+        return [o for o in items if any(r.get("uid") == uid and r.get("controller") for r in owner_references(o))]
 
     def event(self, obj: dict[str, Any], e: Event) -> None:
         record_event(self.store, obj, e.type, e.reason, e.message, COMPONENT)

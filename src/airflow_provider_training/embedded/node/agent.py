@@ -59,6 +59,16 @@ def backoff_settings() -> dict[str, float]:
     }
 
 
+def retry_settings() -> tuple[float, float]:
+    """A pod that cannot start is tried again after ``AIRFLOW_TRAINING_POD_RETRY`` seconds, doubling
+    up to ``…_MAX`` (the kubelet re-syncs such a pod on its own back-off), so broken pods cost the
+    node little while the valid ones proceed."""
+    return (
+        float(os.environ.get("AIRFLOW_TRAINING_POD_RETRY", "1")),
+        float(os.environ.get("AIRFLOW_TRAINING_POD_RETRY_MAX", "20")),
+    )
+
+
 def lock_held(path: Path) -> bool:
     try:
         with open(path, "a+") as handle:
@@ -94,6 +104,8 @@ class NodeAgent:
         self.tracked: dict[str, Tracked] = {}
         self.waiting: dict[str, tuple[str, str]] = {}  # uid -> (namespace, name)
         self.reported: dict[str, str] = {}  # uid -> last scheduling / config message recorded
+        self.retry: dict[str, tuple[float, float]] = {}  # uid -> (next attempt, monotonic; delay)
+        self.failures: dict[str, str] = {}  # step -> last error logged, so a failure is logged once
 
     # -- set-up -------------------------------------------------------------------------------
     async def run(self, ctx: ControllerContext) -> None:
@@ -106,6 +118,7 @@ class NodeAgent:
         self.runtime = Runtime.from_settings(ctx.home.root)
         self.capacity = Capacity.from_env()
         self.backoff = backoff_settings()
+        self.retry_initial, self.retry_max = retry_settings()
         self.queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         self.socket_path = self.node_dir / "agent.sock"
         self.zygote: subprocess.Popen[bytes] | None = None
@@ -181,7 +194,7 @@ class NodeAgent:
 
     async def _watch_config(self, kind: str, resource: str) -> None:
         async for event in self.ctx.informer(resource):
-            if event.type == "MODIFIED":
+            if event.type in ("ADDED", "MODIFIED"):
                 self.queue.put_nowait(("config", (kind, event)))
 
     async def _tick(self) -> None:
@@ -211,16 +224,37 @@ class NodeAgent:
         synced: set[str] = set()
         for kind, payload in batch:
             if kind == "pod":
-                self._on_pod(payload)
+                self._isolated(f"pod event {kind}", self._on_pod, payload)
             elif kind == "state" and payload not in synced:
                 synced.add(payload)
                 if payload in self.tracked:
-                    self._sync(self.tracked[payload])
+                    self._isolated(f"sync {payload}", self._sync, self.tracked[payload])
             elif kind == "tick":
                 self._resync()
             elif kind == "config":
-                self._refresh_volumes(*payload)
-        self._start_waiting()
+                self._isolated("config volumes", self._on_config, *payload)
+        self._isolated("start", self._start_waiting)
+
+    def _isolated(self, step: str, fn: Any, *args: Any) -> None:
+        """Run one per-object step; an error is logged once per step and message (not per pass), and
+        never stops the other pods' steps."""
+        try:
+            fn(*args)
+        except Exception as exc:
+            text = f"{type(exc).__name__}: {exc}"
+            if self.failures.get(step) != text:
+                self.failures[step] = text
+                log.warning("node agent: %s failed: %s", step, text, exc_info=log.isEnabledFor(logging.DEBUG))
+        else:
+            self.failures.pop(step, None)
+
+    def _on_config(self, kind: str, event: Any) -> None:
+        # A ConfigMap / Secret appeared or changed: pods waiting for it are tried again at once.
+        for uid, (namespace, _name) in self.waiting.items():
+            if namespace == event.namespace:
+                self.retry.pop(uid, None)
+        if event.type == "MODIFIED":
+            self._refresh_volumes(kind, event)
 
     def _on_pod(self, event: Any) -> None:
         pod = event.object
@@ -228,6 +262,7 @@ class NodeAgent:
         if event.type == "DELETED":
             self.waiting.pop(uid, None)
             self.reported.pop(uid, None)
+            self.retry.pop(uid, None)
             if uid in self.tracked:
                 self._terminate(self.tracked[uid])
             return
@@ -257,33 +292,48 @@ class NodeAgent:
                 continue
             try:
                 podspec.refresh_config_volumes(context, pod, tracked.directory, kind, event.name)
-            except OSError as exc:
+            except (OSError, podspec.PodConfigError) as exc:
                 log.warning("cannot update the %s %s in pod %s: %s", kind, event.name, tracked.name, exc)
 
     def _resync(self) -> None:
         for tracked in list(self.tracked.values()):
             if tracked.deleting:
                 if not lock_held(tracked.directory / "supervisor.lock"):
-                    self._forget(tracked)
+                    self._isolated(f"forget {tracked.uid}", self._forget, tracked)
             elif not tracked.done:
-                self._sync(tracked)
+                self._isolated(f"sync {tracked.uid}", self._sync, tracked)
 
     # -- starting pods --------------------------------------------------------------------------
     def _start_waiting(self) -> None:
         if not self.waiting:
             return
         groups: dict[str, list[dict[str, Any]]] = {}
+        now = time.monotonic()
         for uid, (namespace, name) in list(self.waiting.items()):
             pod = self.store.get(PODS.key, namespace, name)
             if pod is None or pod["metadata"].get("uid") != uid:
                 self.waiting.pop(uid)
+                self.retry.pop(uid, None)
                 continue
-            owner = next(
-                (r.get("uid") for r in pod["metadata"].get("ownerReferences") or [] if r.get("controller")), uid
+            if self.retry.get(uid, (0.0, 0.0))[0] > now:
+                continue  # failed to start a moment ago: its back-off has not passed
+            refs = pod["metadata"].get("ownerReferences")
+            owner = (
+                next(
+                    (r.get("uid") for r in refs if isinstance(r, dict) and r.get("controller")),
+                    uid,
+                )
+                if isinstance(refs, list)
+                else uid
             )
             groups.setdefault(str(owner), []).append(pod)
         for pods in groups.values():
-            decision = self.capacity.admit(pods)
+            try:
+                decision = self.capacity.admit(pods)
+            except Exception as exc:  # a field the scheduler cannot read (a quantity that is none)
+                for pod in pods:
+                    self._cannot_start(pod, podspec.PodConfigError("CreateContainerConfigError", _describe(exc)))
+                continue
             if not decision.admitted:
                 for pod in pods:
                     self._unschedulable(pod, decision.message)
@@ -292,7 +342,15 @@ class NodeAgent:
                 uid = pod["metadata"]["uid"]
                 if decision.warning_reason:
                     self._event(pod, "Warning", decision.warning_reason, decision.message)
-                if not self._start(pod, decision.gpus.get(uid, [])):
+                try:
+                    started = self._start(pod, decision.gpus.get(uid, []))
+                except Exception as exc:
+                    # Whatever went wrong with this pod stays with this pod: it gets the status and
+                    # event a kubelet gives, and is tried again after its back-off.
+                    shutil.rmtree(self.node_dir / "pods" / uid, ignore_errors=True)
+                    self._cannot_start(pod, podspec.PodConfigError("CreateContainerConfigError", _describe(exc)))
+                    started = False
+                if not started:
                     self.capacity.release(uid)
 
     def _unschedulable(self, pod: dict[str, Any], message: str) -> None:
@@ -326,10 +384,11 @@ class NodeAgent:
             spec = podspec.build(context, pod, directory, gpu_ids, bool(self.capacity.gpus))
         except podspec.PodConfigError as exc:
             shutil.rmtree(directory, ignore_errors=True)
-            self._config_error(pod, exc)
+            self._cannot_start(pod, exc)
             return False
         self.waiting.pop(uid, None)
         self.reported.pop(uid, None)
+        self.retry.pop(uid, None)
         spec.update(logs=str(self.ctx.home.logs), notify=str(self.socket_path), backoff=self.backoff)
         if self.isolation == isolation.LINKS:
             for container in spec["initContainers"] + spec["containers"]:
@@ -422,11 +481,23 @@ class NodeAgent:
             zygote.kill()
             zygote.wait()
 
-    def _config_error(self, pod: dict[str, Any], exc: podspec.PodConfigError) -> None:
+    def _cannot_start(self, pod: dict[str, Any], exc: podspec.PodConfigError) -> None:
+        """The pod stays Pending with the kubelet's waiting reason and one event per new message,
+        and is tried again after a back-off that doubles with each failure."""
         uid = pod["metadata"]["uid"]
+        _, delay = self.retry.get(uid, (0.0, 0.0))
+        delay = min(self.retry_max, delay * 2) if delay else self.retry_initial
+        self.retry[uid] = (time.monotonic() + delay, delay)
         if self.reported.get(uid) == exc.message:
             return
         self.reported[uid] = exc.message
+        log.info(
+            "pod %s/%s cannot start (%s): %s",
+            pod["metadata"].get("namespace"),
+            pod["metadata"].get("name"),
+            exc.reason,
+            exc.message,
+        )
         if exc.reason == "FailedMount":
             self._event(pod, "Warning", "FailedMount", exc.message)
         else:
@@ -448,7 +519,7 @@ class NodeAgent:
                     }
                 },
             }
-            for c in pod.get("spec", {}).get("containers") or []
+            for c in _containers(pod)
         ]
         self._write(pod)
 
@@ -610,3 +681,23 @@ class NodeAgent:
 
     def _event(self, pod: dict[str, Any], type_: str, reason: str, message: str, component: str = COMPONENT) -> None:
         record_event(self.store, pod, type_, reason, message, component)
+
+
+def _describe(exc: BaseException) -> str:
+    """One line for an unexpected error while building a pod (no traceback: it goes to the pod)."""
+    if isinstance(exc, OSError) and exc.filename is not None:
+        return f"{exc.strerror or exc}: {exc.filename}"
+    if isinstance(exc, KeyError):
+        return f"invalid pod: the required field {exc.args[0]!r} is missing"
+    if isinstance(exc, (TypeError, AttributeError)):
+        return f"invalid pod: a field has the wrong type ({exc})"
+    text = str(exc) or type(exc).__name__
+    return f"invalid pod: {text}" if isinstance(exc, ValueError) else text
+
+
+def _containers(pod: dict[str, Any]) -> list[dict[str, Any]]:
+    spec = pod.get("spec")
+    containers = spec.get("containers") if isinstance(spec, dict) else None
+    if not isinstance(containers, list):
+        return []
+    return [c for c in containers if isinstance(c, dict) and isinstance(c.get("name"), str)]

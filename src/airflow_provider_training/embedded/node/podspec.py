@@ -119,11 +119,34 @@ def _lookup(ctx: Context, kind: str, namespace: str, name: str) -> dict[str, Any
 
 
 def _data(obj: dict[str, Any], kind: str) -> dict[str, str]:
+    data = obj.get("data") or {}
+    if not isinstance(data, dict):
+        raise PodConfigError("CreateContainerConfigError", f"{_title(kind)} {_ref(obj)}: data is not a map")
     if kind == "secret":
-        out = {k: base64.b64decode(v).decode("utf-8", "replace") for k, v in (obj.get("data") or {}).items()}
-        out.update(obj.get("stringData") or {})
+        out = {}
+        for key, value in data.items():
+            try:
+                out[str(key)] = base64.b64decode(str(value), validate=True).decode("utf-8", "replace")
+            except ValueError:
+                raise PodConfigError(
+                    "CreateContainerConfigError",
+                    f"{_title(kind)} {_ref(obj)}: the value of key {key} is not base64 "
+                    "(put plain text under stringData, or base64-encode it under data)",
+                ) from None
+        string_data = obj.get("stringData") or {}
+        if isinstance(string_data, dict):
+            out.update({str(k): str(v) for k, v in string_data.items()})
         return out
-    return {str(k): str(v) for k, v in (obj.get("data") or {}).items()}
+    return {str(k): str(v) for k, v in data.items()}
+
+
+def _title(kind: str) -> str:
+    return "ConfigMap" if kind == "configmap" else "Secret"
+
+
+def _ref(obj: dict[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
 def _field(pod: dict[str, Any], path: str, pod_ip: str) -> str:
@@ -236,7 +259,9 @@ def _write_items(directory: Path, data: dict[str, str], spec: dict[str, Any]) ->
             continue
         path = directory / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
+        # Keys may be 253 characters, so the temporary name must not grow with the key; keys never
+        # start with "..", as with the kubelet's own "..data" files.
+        tmp = path.with_name("..tmp")
         tmp.write_text(data[key])
         tmp.chmod(mode)
         os.replace(tmp, path)
@@ -305,7 +330,14 @@ def volume_dirs(ctx: Context, pod: dict[str, Any], pod_dir: Path) -> dict[str, P
                 raise PodConfigError(
                     "FailedMount", f'MountVolume.SetUp failed for volume "{name}" : {kind} "{obj_name}" not found'
                 )
-            _write_items(local, _data(obj, kind) if obj else {}, spec)
+            try:
+                _write_items(local, _data(obj, kind) if obj else {}, spec)
+            except OSError as exc:  # a key the file system cannot name (longer than 255 bytes, …)
+                raise PodConfigError(
+                    "FailedMount",
+                    f'MountVolume.SetUp failed for volume "{name}" : cannot write {kind} "{obj_name}": '
+                    f"{exc.strerror or exc}: {Path(str(exc.filename or '')).name}",
+                ) from None
             out[name] = local
         else:
             raise PodConfigError(
