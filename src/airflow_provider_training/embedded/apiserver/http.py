@@ -6,10 +6,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
 from starlette.requests import Request
 from starlette.responses import Response
 
+from airflow_provider_training.embedded.apiserver import limits
 from airflow_provider_training.embedded.apiserver.errors import (
     ApiError,
     bad_request,
@@ -58,7 +58,7 @@ def parse_target(path: str) -> Target:
 
 async def read_body(request: Request, limit: int) -> Any:
     declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
+    if declared is not None and limits.content_length(declared) > limit:
         raise too_large(limit)
     chunks, size = [], 0
     async for chunk in request.stream():
@@ -70,14 +70,11 @@ async def read_body(request: Request, limit: int) -> Any:
     if not raw.strip():
         raise bad_request("the request has no body: send the object as JSON")
     media = request.headers.get("content-type", "application/json").split(";")[0].strip()
-    try:
-        if media in ("application/yaml", "application/apply-patch+yaml"):
-            return yaml.safe_load(raw)
-        if media == "application/vnd.kubernetes.protobuf":
-            raise unsupported_media_type(media)
-        return json.loads(raw)
-    except (ValueError, yaml.YAMLError) as exc:
-        raise bad_request(f"the body of the request was malformed {media.split('/')[-1].upper()}: {exc}") from exc
+    if media in ("application/yaml", "application/apply-patch+yaml"):
+        return limits.decode_yaml(raw)
+    if media == "application/vnd.kubernetes.protobuf":
+        raise unsupported_media_type(media)
+    return limits.decode_json(raw)
 
 
 def dumps(obj: Any) -> bytes:
