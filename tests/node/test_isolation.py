@@ -193,3 +193,45 @@ def test_secret_fixed_to_base64_lets_the_pod_start(node: Node) -> None:
     wait_for(lambda: phase(node.pod("p")) == "Succeeded", 20, "pod after the fix")
     log = node.home.logs / "default" / "p" / "main" / "0.log"
     assert log.read_text().strip().endswith(" hello")
+
+
+def test_no_volume_path_leaves_its_volume(node: Node, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    # A symlink a container planted in a claim earlier: a later subPath through it must not follow it out.
+    claim = node.home.claim_dir("default", "data")
+    claim.mkdir(parents=True)
+    (claim / "link").symlink_to(outside)
+    node.store.create(CONFIGMAPS.key, {"metadata": {"name": "c", "namespace": "default"}, "data": {"k": "v"}})
+    write = [sys.executable, "-c", "open('/m/planted', 'w').write('x')"]
+
+    def mounted(name: str, volume: dict[str, Any], sub_path: str | None = None) -> dict[str, Any]:
+        mount: dict[str, Any] = {"name": "v", "mountPath": "/m"}
+        if sub_path is not None:
+            mount["subPath"] = sub_path
+        return pod(name, container={"command": write, "volumeMounts": [mount]}, volumes=[{"name": "v", **volume}])
+
+    escapes = {
+        "subpath-up": mounted("subpath-up", {"emptyDir": {}}, "../../../outside"),
+        "subpath-absolute": mounted("subpath-absolute", {"emptyDir": {}}, str(outside)),
+        "subpath-symlink": mounted("subpath-symlink", {"persistentVolumeClaim": {"claimName": "data"}}, "link"),
+        "claim-up": mounted("claim-up", {"persistentVolumeClaim": {"claimName": "../../../../outside"}}),
+        "items-up": mounted(
+            "items-up", {"configMap": {"name": "c", "items": [{"key": "k", "path": "../../../../outside/k"}]}}
+        ),
+        "volume-name-up": pod("volume-name-up", volumes=[{"name": "../../../outside", "emptyDir": {}}]),
+    }
+    for obj in escapes.values():
+        node.store.create(PODS.key, obj)
+    node.store.create(PODS.key, mounted("inside", {"persistentVolumeClaim": {"claimName": "data"}}, "sub/dir"))
+    wait_for(lambda: phase(node.pod("inside")) == "Succeeded", 30, "the pod whose subPath stays inside")
+    assert (claim / "sub" / "dir" / "planted").read_text() == "x"
+    wait_for(lambda: all(waiting(node.pod(n)) for n in escapes), 20, "refusals")
+    for name in escapes:
+        state = waiting(node.pod(name))
+        assert state["reason"] in ("CreateContainerConfigError", "ContainerCreating"), (name, state)
+        text = state["message"]
+        assert "outside its volume" in text or "must not contain '..'" in text or "relative path" in text, (name, text)
+        assert phase(node.pod(name)) == "Pending"
+    assert list(outside.iterdir()) == []
+    assert not (node.home.root / "volumes" / "outside").exists()
