@@ -31,7 +31,7 @@ from typing import Any
 from airflow_provider_training.embedded import podlogs
 from airflow_provider_training.embedded.controllers.base import ControllerContext
 from airflow_provider_training.embedded.events import record_event
-from airflow_provider_training.embedded.node import isolation, podspec
+from airflow_provider_training.embedded.node import isolation, orphans, podspec
 from airflow_provider_training.embedded.node.capacity import Capacity
 from airflow_provider_training.embedded.node.network import Network, shared_network
 from airflow_provider_training.embedded.node.runtime import Runtime
@@ -95,6 +95,9 @@ class Tracked:
     deleting: bool = False
     started_events: dict[str, int] = field(default_factory=dict)
     backoff_events: set[tuple[str, int]] = field(default_factory=set)
+    # Container processes its dead supervisor left running, being stopped (SIGTERM, then SIGKILL
+    # at ``orphans_deadline``) before the pod's fate is decided.
+    orphans_deadline: float | None = None
 
 
 class NodeAgent:
@@ -298,7 +301,7 @@ class NodeAgent:
     def _resync(self) -> None:
         for tracked in list(self.tracked.values()):
             if tracked.deleting:
-                if not lock_held(tracked.directory / "supervisor.lock"):
+                if not lock_held(tracked.directory / "supervisor.lock") and not self._stop_orphans(tracked):
                     self._isolated(f"forget {tracked.uid}", self._forget, tracked)
             elif not tracked.done:
                 self._isolated(f"sync {tracked.uid}", self._sync, tracked)
@@ -523,11 +526,28 @@ class NodeAgent:
         ]
         self._write(pod)
 
-    def _lost(self, pod: dict[str, Any]) -> None:
+    def _lost(self, pod: dict[str, Any], stopped: bool = False) -> None:
         status = pod.setdefault("status", {})
         status["phase"] = "Failed"
         status["reason"] = "NodeLost"
-        status["message"] = "the pod's processes were lost (no supervisor state under the data directory)"
+        status["message"] = (
+            "the pod's supervisor ended unexpectedly; its containers were stopped"
+            if stopped
+            else "the pod's processes were lost (no supervisor state under the data directory)"
+        )
+        for c in status.get("containerStatuses") or []:
+            if isinstance(c, dict) and "running" in (c.get("state") or {}):
+                started = c["state"]["running"].get("startedAt")
+                c["state"] = {
+                    "terminated": {
+                        "exitCode": 137,
+                        "reason": "Error",
+                        "message": status["message"],
+                        "startedAt": started,
+                        "finishedAt": now_timestamp(),
+                    }
+                }
+                c["ready"] = c["started"] = False
         self._write(pod)
 
     # -- state -> status ------------------------------------------------------------------------
@@ -628,7 +648,39 @@ class NodeAgent:
                     f"{pod['metadata']['name']}_{pod['metadata']['namespace']}({tracked.uid})",
                 )
 
+    def _stop_orphans(self, tracked: Tracked) -> bool:
+        """Stop the container processes a dead supervisor left behind; True while any still runs
+        (the caller looks again on the next pass: SIGTERM first, SIGKILL after the grace period)."""
+        try:
+            state = json.loads((tracked.directory / "state.json").read_text())
+        except (OSError, ValueError):
+            return False
+        left = orphans.left_behind(state if isinstance(state, dict) else {})
+        if not left:
+            return False
+        now = time.monotonic()
+        if tracked.orphans_deadline is None:
+            try:
+                grace = float(json.loads((tracked.directory / "spec.json").read_text()).get("gracePeriod", 30))
+            except (OSError, ValueError, TypeError, AttributeError):
+                grace = 30.0
+            tracked.orphans_deadline = now + min(max(grace, 0.0), 30.0)
+            log.warning(
+                "the supervisor of %s/%s ended while %d container process(es) ran; stopping them before "
+                "deciding the pod's fate (see %s)",
+                tracked.namespace,
+                tracked.name,
+                len(left),
+                tracked.directory / "supervisor.log",
+            )
+            orphans.stop(left, force=False)
+        elif now >= tracked.orphans_deadline:
+            orphans.stop(left, force=True)
+        return True
+
     def _supervisor_died(self, tracked: Tracked) -> None:
+        if self._stop_orphans(tracked):
+            return  # decided once its processes are gone: never Failed while one still runs
         tracked.done = True
         self.capacity.release(tracked.uid)
         pod = self.store.get(PODS.key, tracked.namespace, tracked.name)
@@ -642,7 +694,7 @@ class NodeAgent:
             tracked.name,
             tracked.directory / "supervisor.log",
         )
-        self._lost(pod)
+        self._lost(pod, stopped=tracked.orphans_deadline is not None)
 
     # -- stopping pods --------------------------------------------------------------------------
     def _terminate(self, tracked: Tracked) -> None:
@@ -653,7 +705,7 @@ class NodeAgent:
             with contextlib.suppress(OSError, ValueError):
                 pid = int((tracked.directory / "supervisor.pid").read_text())
                 os.kill(pid, signal.SIGTERM)
-        else:
+        elif not self._stop_orphans(tracked):
             self._forget(tracked)
 
     def _forget(self, tracked: Tracked) -> None:
