@@ -135,8 +135,14 @@ class Supervisor:
             "done": done,
         }
         tmp = self.dir / (STATE + ".tmp")
-        tmp.write_text(json.dumps(state))
-        os.replace(tmp, self.dir / STATE)
+        try:
+            tmp.write_text(json.dumps(state))
+            os.replace(tmp, self.dir / STATE)
+        except OSError as exc:
+            # A full disk must not end the supervisor (its containers would run unsupervised): the
+            # next change writes the state again.
+            print(f"cannot write {STATE}: {exc}", flush=True)
+            return
         if self.notify_path:
             with contextlib.suppress(OSError):
                 self.notifier.sendto(str(self.spec["uid"]).encode(), self.notify_path)
