@@ -137,6 +137,8 @@ def base64_values(rt: ResourceType, data: dict[str, Any]) -> int:
     """The decoded size; a value that is not base64 is a 400, as kube-apiserver cannot decode it."""
     size = 0
     for key, value in data.items():
+        if value is None:
+            continue
         try:
             size += len(base64.b64decode(value, validate=True))
         except (binascii.Error, ValueError):

@@ -78,13 +78,17 @@ async def read_body(request: Request, limit: int) -> Any:
 
 
 def dumps(obj: Any) -> bytes:
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+    # "replace": a Status may quote input, and input is not always valid Unicode
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "replace")
 
 
 def json_response(obj: Any, status_code: int = 200, warnings: list[str] | None = None) -> Response:
     response = Response(dumps(obj), status_code=status_code, media_type="application/json")
     for warning in warnings or []:
-        escaped = warning.replace("\\", "\\\\").replace('"', '\\"')
+        # A header holds printable ASCII only: field names from input may hold anything else.
+        text = warning.encode("ascii", "backslashreplace").decode("ascii")
+        text = "".join(c if " " <= c < "\x7f" else f"\\x{ord(c):02x}" for c in text)
+        escaped = text.replace("\\", "\\\\").replace('"', '\\"')
         response.headers.append("Warning", f'299 - "{escaped}"')
     return response
 

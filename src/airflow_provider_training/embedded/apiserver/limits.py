@@ -74,7 +74,10 @@ def check_plain(value: Any) -> None:
             for key, child in item.items():
                 if not isinstance(key, str):
                     raise bad_request(f"{path or 'the object'} has a key that is not a string: {key!r}")
+                _check_text(key, path)
                 stack.append((child, f"{path}.{key}" if path else key, depth + 1))
+        elif isinstance(item, str):
+            _check_text(item, path)
         elif isinstance(item, list):
             stack.extend((child, f"{path}[{i}]", depth + 1) for i, child in enumerate(item))
         elif isinstance(item, float):
@@ -82,6 +85,14 @@ def check_plain(value: Any) -> None:
                 raise bad_request(f"{path}: {item} is not a valid JSON number (numbers must be finite)")
         elif item is not None and not isinstance(item, (str, int, bool)):
             raise bad_request(f"{path}: a {type(item).__name__} value cannot be represented in JSON")
+
+
+def _check_text(text: str, path: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # JSON's "\\ud800" escapes can name half of a character, which no UTF-8 text can hold
+        raise bad_request(f"{path or 'the object'}: a string holds a lone UTF-16 surrogate (not a character)") from None
 
 
 def non_negative(value: str | None, name: str, maximum: int = MAX_INT64) -> int | None:

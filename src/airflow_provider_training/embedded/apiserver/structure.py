@@ -84,7 +84,12 @@ def _walk(value: Any, type_: str, path: str, struct: str, name: str, out: Decode
     if match := _DICT.fullmatch(type_):
         if not isinstance(value, dict):
             raise _TypeError(value, struct, path, f"map[string]{_go(match.group(1))}")
-        return {k: _walk(v, match.group(1), f"{path}[{k}]", struct, name, out) for k, v in value.items()}
+        element = match.group(1)
+        # Go stores a null map value as the element's zero value ("" for a string)
+        return {
+            k: "" if v is None and element == "str" else _walk(v, element, f"{path}[{k}]", struct, name, out)
+            for k, v in value.items()
+        }
     if type_ == "object":
         return value  # IntOrString, RawExtension and free-form fields
     if type_ == "str":
