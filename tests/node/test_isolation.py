@@ -12,6 +12,7 @@ import logging
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from typing import Any
 import pytest
 
 from airflow_provider_training.embedded.controllers.base import ControllerContext
+from airflow_provider_training.embedded.controllers.batchjobs import BatchJobController
 from airflow_provider_training.embedded.node.agent import NodeAgent
 from airflow_provider_training.embedded.paths import Home
 from airflow_provider_training.embedded.resources import BY_KEY, PODS
@@ -38,13 +40,18 @@ class Node:
         self.ctx = ControllerContext(store=self.store, home=self.home)
         self.loop = asyncio.new_event_loop()
         self.agent = NodeAgent()
+        self.jobs = BatchJobController()
         self.task: Any = None
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
     def _run(self) -> None:
         asyncio.set_event_loop(self.loop)
-        self.task = self.loop.create_task(self.agent.run(self.ctx))
+
+        async def both() -> None:
+            await asyncio.gather(self.agent.run(self.ctx), self.jobs.run(self.ctx))
+
+        self.task = self.loop.create_task(both())
         with contextlib.suppress(asyncio.CancelledError):
             self.loop.run_until_complete(self.task)
 
@@ -235,3 +242,53 @@ def test_no_volume_path_leaves_its_volume(node: Node, tmp_path: Path) -> None:
         assert phase(node.pod(name)) == "Pending"
     assert list(outside.iterdir()) == []
     assert not (node.home.root / "volumes" / "outside").exists()
+
+
+def test_broken_batch_jobs_do_not_hold_up_a_valid_one(node: Node, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, "airflow_provider_training.embedded")
+    jobs = BY_KEY["batch/jobs"]
+
+    def batch_job(name: str, **spec: Any) -> dict[str, Any]:
+        template = pod("x")["spec"]
+        template.update(spec.pop("template_spec", {}))
+        body = {"template": {"spec": template}, "backoffLimit": 0, "completions": 1, "parallelism": 1, **spec}
+        return {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": body,
+        }
+
+    def store_job(obj: dict[str, Any]) -> None:
+        # Written around the API, as an older daemon could have stored it (admission refuses these
+        # now), but with the selector and labels the API server generates for a Job.
+        uid = str(uuid.uuid4())
+        if isinstance(obj["spec"].get("template"), dict):
+            labels = {"batch.kubernetes.io/controller-uid": uid}
+            obj["spec"]["template"]["metadata"] = {"labels": labels}
+            obj["spec"]["selector"] = {"matchLabels": labels}
+        node.store.create(jobs.key, obj, uid=uid)
+
+    store_job(batch_job("bad-template", template_spec={"terminationGracePeriodSeconds": "x"}))
+    store_job(batch_job("bad-parallelism", parallelism="x"))
+    store_job(batch_job("template-not-a-map", template="x"))
+    store_job(batch_job("good"))
+
+    def complete(name: str) -> bool:
+        job = node.store.get(jobs.key, "default", name) or {}
+        return any(c.get("type") == "Complete" for c in (job.get("status") or {}).get("conditions") or [])
+
+    wait_for(lambda: complete("good"), 60, "the valid Job to complete")
+    bad_pods = [
+        p for p in node.store.list(PODS.key, "default").items if p["metadata"]["name"].startswith("bad-template")
+    ]
+    assert bad_pods, "the Job with a bad template field still gets its pod"
+    wait_for(
+        lambda: waiting(node.pod(bad_pods[0]["metadata"]["name"])).get("reason") == "CreateContainerConfigError",
+        20,
+        "its pod refused",
+    )
+    time.sleep(3)  # several retries of the broken Jobs by now: each failure is logged once, not per retry
+    for name in ("bad-parallelism", "template-not-a-map"):
+        lines = [r for r in caplog.records if name in r.getMessage()]
+        assert 1 <= len(lines) <= 2, [r.getMessage() for r in lines]
