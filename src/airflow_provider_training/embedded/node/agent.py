@@ -8,18 +8,21 @@ daemon. Supervisors ping
 ``node/agent.sock`` after each change of ``state.json``; the agent copies it into the pod status
 (phase, container states, restart counts, exit codes). When the daemon starts again it adopts the
 supervisors it finds under ``node/pods/<uid>/`` whose pods still exist and stops the others.
+
+This module is the loop and its store reads and writes; ``lifecycle`` starts, stops and checks
+supervisors (and what a dead one left running), ``podstatus`` computes status and events from a
+supervisor's state without I/O, and ``podspec`` turns a Pod into what its supervisor runs. Each
+per-pod step is isolated: one pod's failure is that pod's status and events, never the node's.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import json
 import logging
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -31,7 +34,7 @@ from typing import Any
 from airflow_provider_training.embedded import podlogs
 from airflow_provider_training.embedded.controllers.base import ControllerContext
 from airflow_provider_training.embedded.events import record_event
-from airflow_provider_training.embedded.node import isolation, orphans, podspec
+from airflow_provider_training.embedded.node import isolation, lifecycle, podspec, podstatus
 from airflow_provider_training.embedded.node.capacity import Capacity
 from airflow_provider_training.embedded.node.network import Network, shared_network
 from airflow_provider_training.embedded.node.runtime import Runtime
@@ -41,13 +44,8 @@ from airflow_provider_training.embedded.store import NotFoundError, Store, now_t
 log = logging.getLogger(__name__)
 CONFIGMAPS = BY_KEY["core/configmaps"]
 SECRETS = BY_KEY["core/secrets"]
-ENTRY = Path(__file__).with_name("entry.py")
 COMPONENT = "kubelet"
-TERMINAL = ("Succeeded", "Failed")
 RESYNC_INTERVAL = 1.0
-# A supervisor forked by the zygote takes its lock within milliseconds; one that has neither written
-# its state nor taken its lock after this long died before it could.
-SUPERVISOR_START_GRACE = 5.0
 
 
 def backoff_settings() -> dict[str, float]:
@@ -69,19 +67,6 @@ def retry_settings() -> tuple[float, float]:
     )
 
 
-def lock_held(path: Path) -> bool:
-    try:
-        with open(path, "a+") as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return True
-            fcntl.flock(handle, fcntl.LOCK_UN)
-            return False
-    except OSError:
-        return False
-
-
 @dataclass
 class Tracked:
     uid: str
@@ -93,8 +78,7 @@ class Tracked:
     state_mtime: int = 0
     done: bool = False
     deleting: bool = False
-    started_events: dict[str, int] = field(default_factory=dict)
-    backoff_events: set[tuple[str, int]] = field(default_factory=set)
+    seen: podstatus.Seen = field(default_factory=podstatus.Seen)
     # Container processes its dead supervisor left running, being stopped (SIGTERM, then SIGKILL
     # at ``orphans_deadline``) before the pod's fate is decided.
     orphans_deadline: float | None = None
@@ -124,8 +108,7 @@ class NodeAgent:
         self.retry_initial, self.retry_max = retry_settings()
         self.queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         self.socket_path = self.node_dir / "agent.sock"
-        self.zygote: subprocess.Popen[bytes] | None = None
-        self.use_zygote = os.environ.get("AIRFLOW_TRAINING_ZYGOTE", "1") != "0"
+        self.supervisors = lifecycle.Supervisors(self.node_dir)
         transport = await self._listen()
         log.info(
             "node agent: mounts by %s, %d GPU(s), pod addresses %s",
@@ -149,7 +132,7 @@ class NodeAgent:
         finally:
             for task in tasks:
                 task.cancel()
-            self._stop_zygote()
+            self.supervisors.stop_zygote()
             if transport is not None:
                 asyncio.get_running_loop().remove_reader(transport.fileno())
                 transport.close()
@@ -159,7 +142,7 @@ class NodeAgent:
             sys.executable,
             "-I",
             "-S",
-            str(ENTRY),
+            str(lifecycle.ENTRY),
             "probe",
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -272,7 +255,7 @@ class NodeAgent:
         if uid in self.tracked or uid in self.waiting:
             return
         status = pod.get("status") or {}
-        if status.get("phase") in TERMINAL:
+        if status.get("phase") in podstatus.TERMINAL:
             return
         node = (pod.get("spec") or {}).get("nodeName")
         if node == podspec.NODE_NAME:
@@ -301,7 +284,7 @@ class NodeAgent:
     def _resync(self) -> None:
         for tracked in list(self.tracked.values()):
             if tracked.deleting:
-                if not lock_held(tracked.directory / "supervisor.lock") and not self._stop_orphans(tracked):
+                if not lifecycle.alive(tracked.directory) and not self._stop_orphans(tracked):
                     self._isolated(f"forget {tracked.uid}", self._forget, tracked)
             elif not tracked.done:
                 self._isolated(f"sync {tracked.uid}", self._sync, tracked)
@@ -361,19 +344,8 @@ class NodeAgent:
         if self.reported.get(uid) == message:
             return
         self.reported[uid] = message
-        self._event(pod, "Warning", "FailedScheduling", message, component="default-scheduler")
-        status = pod.setdefault("status", {})
-        status["phase"] = "Pending"
-        status["conditions"] = [
-            {
-                "type": "PodScheduled",
-                "status": "False",
-                "reason": "Unschedulable",
-                "message": message,
-                "lastProbeTime": None,
-                "lastTransitionTime": now_timestamp(),
-            }
-        ]
+        event = podstatus.unschedulable(pod.setdefault("status", {}), message, now_timestamp())
+        self._event(pod, *event, component="default-scheduler")
         self._write(pod)
 
     def _start(self, pod: dict[str, Any], gpu_ids: list[str]) -> bool:
@@ -400,7 +372,7 @@ class NodeAgent:
                     self._event(pod, "Warning", "FailedMount", problem)
         shutil.rmtree(podlogs.container_log_dir(self.ctx.home, namespace, name, "x").parent, ignore_errors=True)
         (directory / "spec.json").write_text(json.dumps(spec))
-        process = self._spawn_supervisor(directory)
+        process = self.supervisors.spawn(directory)
         self.tracked[uid] = Tracked(uid, namespace, name, directory, process)
         pod.setdefault("spec", {})["nodeName"] = podspec.NODE_NAME
         now = now_timestamp()
@@ -426,64 +398,6 @@ class NodeAgent:
         )
         return True
 
-    # -- supervisors ----------------------------------------------------------------------------
-    def _spawn_supervisor(self, directory: Path) -> subprocess.Popen[bytes] | None:
-        """Fork the pod's supervisor from the zygote (None), or start it directly (its Popen)."""
-        if self.use_zygote:
-            for _ in range(2):
-                zygote = self._zygote()
-                if zygote is None or zygote.stdin is None:
-                    break
-                try:
-                    zygote.stdin.write(f"{directory}\n".encode())
-                    zygote.stdin.flush()
-                    return None
-                except OSError:
-                    log.warning("the supervisor zygote ended (exit code %s); starting another", zygote.poll())
-                    self.zygote = None
-        with open(directory / "supervisor.log", "ab") as errors:
-            return subprocess.Popen(
-                [sys.executable, "-I", "-S", str(ENTRY), "run", str(directory)],
-                stdin=subprocess.DEVNULL,
-                stdout=errors,
-                stderr=errors,
-                start_new_session=True,
-                close_fds=True,
-            )
-
-    def _zygote(self) -> subprocess.Popen[bytes] | None:
-        if self.zygote is not None and self.zygote.poll() is None:
-            return self.zygote
-        try:
-            with open(self.node_dir / "zygote.log", "ab") as errors:
-                self.zygote = subprocess.Popen(
-                    [sys.executable, "-I", "-S", str(ENTRY), "zygote"],
-                    stdin=subprocess.PIPE,
-                    stdout=errors,
-                    stderr=errors,
-                    start_new_session=True,
-                    close_fds=True,
-                )
-        except OSError as exc:
-            log.warning("cannot start the supervisor zygote (%s); starting supervisors directly", exc)
-            self.use_zygote = False
-            return None
-        return self.zygote
-
-    def _stop_zygote(self) -> None:
-        """Closing its stdin ends it; the supervisors it forked keep running."""
-        zygote, self.zygote = self.zygote, None
-        if zygote is None:
-            return
-        with contextlib.suppress(OSError):
-            if zygote.stdin is not None:
-                zygote.stdin.close()
-        try:
-            zygote.wait(timeout=2)
-        except subprocess.TimeoutExpired:
-            zygote.kill()
-            zygote.wait()
-
     def _cannot_start(self, pod: dict[str, Any], exc: podspec.PodConfigError) -> None:
         """The pod stays Pending with the kubelet's waiting reason and one event per new message,
         and is tried again after a back-off that doubles with each failure."""
@@ -501,53 +415,12 @@ class NodeAgent:
             exc.reason,
             exc.message,
         )
-        if exc.reason == "FailedMount":
-            self._event(pod, "Warning", "FailedMount", exc.message)
-        else:
-            self._event(pod, "Warning", "Failed", f"Error: {exc.message}")
-        status = pod.setdefault("status", {})
-        status["phase"] = "Pending"
-        status["containerStatuses"] = [
-            {
-                "name": c["name"],
-                "image": c.get("image", ""),
-                "imageID": "",
-                "ready": False,
-                "restartCount": 0,
-                "started": False,
-                "state": {
-                    "waiting": {
-                        "reason": exc.reason if exc.reason != "FailedMount" else "ContainerCreating",
-                        "message": exc.message,
-                    }
-                },
-            }
-            for c in _containers(pod)
-        ]
+        event = podstatus.cannot_start(pod.setdefault("status", {}), _containers(pod), exc.reason, exc.message)
+        self._event(pod, *event)
         self._write(pod)
 
     def _lost(self, pod: dict[str, Any], stopped: bool = False) -> None:
-        status = pod.setdefault("status", {})
-        status["phase"] = "Failed"
-        status["reason"] = "NodeLost"
-        status["message"] = (
-            "the pod's supervisor ended unexpectedly; its containers were stopped"
-            if stopped
-            else "the pod's processes were lost (no supervisor state under the data directory)"
-        )
-        for c in status.get("containerStatuses") or []:
-            if isinstance(c, dict) and "running" in (c.get("state") or {}):
-                started = c["state"]["running"].get("startedAt")
-                c["state"] = {
-                    "terminated": {
-                        "exitCode": 137,
-                        "reason": "Error",
-                        "message": status["message"],
-                        "startedAt": started,
-                        "finishedAt": now_timestamp(),
-                    }
-                }
-                c["ready"] = c["started"] = False
+        podstatus.lost(pod.setdefault("status", {}), stopped, now_timestamp())
         self._write(pod)
 
     # -- state -> status ------------------------------------------------------------------------
@@ -560,7 +433,7 @@ class NodeAgent:
                 self._supervisor_died(tracked)
             return
         if mtime == tracked.state_mtime:
-            if not tracked.done and not lock_held(tracked.directory / "supervisor.lock"):
+            if not tracked.done and not lifecycle.alive(tracked.directory):
                 self._supervisor_died(tracked)
             return
         tracked.state_mtime = mtime
@@ -579,104 +452,26 @@ class NodeAgent:
         if pod is None or pod["metadata"].get("uid") != tracked.uid:
             return
         before = json.dumps(pod.get("status"), sort_keys=True)
-        self._apply_state(pod, state)
+        podstatus.apply_state(pod.setdefault("status", {}), state, now_timestamp())
         if json.dumps(pod.get("status"), sort_keys=True) != before:
             self._write(pod)
-        self._container_events(tracked, pod, state)
+        for event in podstatus.container_events(state, tracked.seen, tracked.name, tracked.namespace, tracked.uid):
+            self._event(pod, *event)
 
     @staticmethod
     def _never_started(tracked: Tracked) -> bool:
         if tracked.process is not None:
             return tracked.process.poll() is not None
-        return time.monotonic() - tracked.started > SUPERVISOR_START_GRACE and not lock_held(
-            tracked.directory / "supervisor.lock"
+        return time.monotonic() - tracked.started > lifecycle.SUPERVISOR_START_GRACE and not lifecycle.alive(
+            tracked.directory
         )
-
-    def _apply_state(self, pod: dict[str, Any], state: dict[str, Any]) -> None:
-        status = pod.setdefault("status", {})
-        phase = state.get("phase") or "Pending"
-        status["phase"] = phase
-        if state.get("message"):
-            status["message"] = state["message"]
-        if state.get("initContainerStatuses"):
-            status["initContainerStatuses"] = state["initContainerStatuses"]
-        status["containerStatuses"] = state.get("containerStatuses") or []
-        inits_done = all(
-            "terminated" in (c.get("state") or {}) and c["state"]["terminated"].get("exitCode") == 0
-            for c in state.get("initContainerStatuses") or []
-        )
-        ready = phase == "Running" and all(c.get("ready") for c in status["containerStatuses"])
-        why = "PodCompleted" if phase in TERMINAL else "ContainersNotReady"
-        wanted = [
-            ("Initialized", inits_done, "" if inits_done else "ContainersNotInitialized"),
-            ("Ready", ready, "" if ready else why),
-            ("ContainersReady", ready, "" if ready else why),
-            ("PodScheduled", True, ""),
-        ]
-        old = {c["type"]: c for c in status.get("conditions") or []}
-        now = now_timestamp()
-        conditions = []
-        for type_, ok, reason in wanted:
-            value = "True" if ok else "False"
-            previous = old.get(type_)
-            stamp = previous["lastTransitionTime"] if previous and previous.get("status") == value else now
-            condition: dict[str, Any] = {
-                "type": type_,
-                "status": value,
-                "lastProbeTime": None,
-                "lastTransitionTime": stamp,
-            }
-            if reason:
-                condition["reason"] = reason
-            conditions.append(condition)
-        status["conditions"] = conditions
-
-    def _container_events(self, tracked: Tracked, pod: dict[str, Any], state: dict[str, Any]) -> None:
-        for c in (state.get("initContainerStatuses") or []) + (state.get("containerStatuses") or []):
-            name, restarts, current = c["name"], int(c.get("restartCount", 0)), c.get("state") or {}
-            if "running" in current and tracked.started_events.get(name, -1) < restarts:
-                tracked.started_events[name] = restarts
-                self._event(pod, "Normal", "Started", f"Started container {name}")
-            waiting = current.get("waiting") or {}
-            if waiting.get("reason") == "CrashLoopBackOff" and (name, restarts) not in tracked.backoff_events:
-                tracked.backoff_events.add((name, restarts))
-                self._event(
-                    pod,
-                    "Warning",
-                    "BackOff",
-                    f"Back-off restarting failed container {name} in pod "
-                    f"{pod['metadata']['name']}_{pod['metadata']['namespace']}({tracked.uid})",
-                )
 
     def _stop_orphans(self, tracked: Tracked) -> bool:
-        """Stop the container processes a dead supervisor left behind; True while any still runs
-        (the caller looks again on the next pass: SIGTERM first, SIGKILL after the grace period)."""
-        try:
-            state = json.loads((tracked.directory / "state.json").read_text())
-        except (OSError, ValueError):
-            return False
-        left = orphans.left_behind(state if isinstance(state, dict) else {})
-        if not left:
-            return False
-        now = time.monotonic()
-        if tracked.orphans_deadline is None:
-            try:
-                grace = float(json.loads((tracked.directory / "spec.json").read_text()).get("gracePeriod", 30))
-            except (OSError, ValueError, TypeError, AttributeError):
-                grace = 30.0
-            tracked.orphans_deadline = now + min(max(grace, 0.0), 30.0)
-            log.warning(
-                "the supervisor of %s/%s ended while %d container process(es) ran; stopping them before "
-                "deciding the pod's fate (see %s)",
-                tracked.namespace,
-                tracked.name,
-                len(left),
-                tracked.directory / "supervisor.log",
-            )
-            orphans.stop(left, force=False)
-        elif now >= tracked.orphans_deadline:
-            orphans.stop(left, force=True)
-        return True
+        """Stop what a dead supervisor left running; True while any of it still runs."""
+        running, tracked.orphans_deadline = lifecycle.stop_orphans(
+            tracked.directory, tracked.orphans_deadline, f"{tracked.namespace}/{tracked.name}"
+        )
+        return running
 
     def _supervisor_died(self, tracked: Tracked) -> None:
         if self._stop_orphans(tracked):
@@ -686,7 +481,7 @@ class NodeAgent:
         pod = self.store.get(PODS.key, tracked.namespace, tracked.name)
         if pod is None or pod["metadata"].get("uid") != tracked.uid:
             return
-        if (pod.get("status") or {}).get("phase") in TERMINAL:
+        if (pod.get("status") or {}).get("phase") in podstatus.TERMINAL:
             return
         log.error(
             "the supervisor of %s/%s ended unexpectedly; see %s",
@@ -701,10 +496,8 @@ class NodeAgent:
         tracked.deleting = True
         (tracked.directory / "deleted").touch()
         self.capacity.release(tracked.uid)
-        if lock_held(tracked.directory / "supervisor.lock"):
-            with contextlib.suppress(OSError, ValueError):
-                pid = int((tracked.directory / "supervisor.pid").read_text())
-                os.kill(pid, signal.SIGTERM)
+        if lifecycle.alive(tracked.directory):
+            lifecycle.ask_to_stop(tracked.directory)
         elif not self._stop_orphans(tracked):
             self._forget(tracked)
 
