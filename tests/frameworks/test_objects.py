@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from airflow_provider_training.frameworks import plugin
-from airflow_provider_training.frameworks.objects import build_pod, build_service, mpi_config_map
+from airflow_provider_training.frameworks.mpi import MPIPlugin
+from airflow_provider_training.frameworks.objects import build_pod, build_service
 from tests.frameworks.jobs import make_job
 
 LBL = "training.kubeflow.org/"
@@ -113,9 +114,8 @@ def test_mpi_worker_and_launcher_pods() -> None:
 
 
 def test_mpi_config_map_contents() -> None:
-    p = plugin("MPIJob")
     job = make_job("MPIJob", "m", {"Launcher": 1, "Worker": 3}, slotsPerWorker=2, mainContainer="mpi")
-    cm = mpi_config_map(p, job, running_workers=[2, 0])
+    cm = MPIPlugin().config_map(job, running_workers=[2, 0])
     assert cm["metadata"]["name"] == "m-config" and cm["metadata"]["labels"] == {"app": "m"}
     assert cm["data"]["hostfile"] == "m-worker-0 slots=2\nm-worker-1 slots=2\nm-worker-2 slots=2\n"
     assert cm["data"]["discover_hosts.sh"] == "#!/bin/sh\necho m-worker-0:2\necho m-worker-2:2"

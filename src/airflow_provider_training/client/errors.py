@@ -1,6 +1,24 @@
-"""Errors the client raises while waiting, each saying what happened to the job."""
+"""The client's errors: what happened to a waited-for job, and typed API errors.
+
+API errors are typed at one boundary (``translate``): an ``ApiException`` of either official client,
+a dropped connection or a timed-out request becomes :class:`NotFound`, :class:`Conflict`,
+:class:`Gone`, :class:`Forbidden`, :class:`Transient` or (any other answer) :class:`ApiError`, so
+callers catch a meaning instead of testing ``exc.status``. An :class:`ApiError` is also an
+``ApiException`` of both ``kubernetes`` and ``kubernetes_asyncio`` (with ``status``, ``reason`` and
+``body``), so code that still catches those keeps working.
+"""
 
 from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import aiohttp
+import urllib3
+from kubernetes.client.exceptions import ApiException as SyncApiException
+from kubernetes_asyncio.client.exceptions import ApiException as AsyncApiException
 
 
 class TrainingJobError(RuntimeError):
@@ -30,3 +48,79 @@ class WaitTimeout(TrainingJobError):
 
 #: API answers worth retrying: connection failure (0), throttling, server errors.
 RETRYABLE_STATUS = (0, 429, 500, 502, 503, 504)
+#: Answers to a watch request from a server that cannot watch the resource: poll instead.
+CANNOT_WATCH_STATUS = (400, 404, 405, 501)
+
+
+class ApiError(SyncApiException, AsyncApiException):
+    """An answer of the API server other than success (``status`` 0: no answer at all)."""
+
+    def __init__(self, status: int, reason: str = "", body: Any = None) -> None:
+        SyncApiException.__init__(self, status=status, reason=reason)
+        self.body = body
+
+    @property
+    def cannot_watch(self) -> bool:
+        return self.status in CANNOT_WATCH_STATUS
+
+
+class NotFound(ApiError):
+    """404: no such object (or resource)."""
+
+
+class Conflict(ApiError):
+    """409: the name is taken, a precondition (uid, resourceVersion) failed, or a write raced another."""
+
+
+class Gone(ApiError):
+    """410: the resourceVersion is older than the server's event history: list (or get) and watch again."""
+
+    def __init__(self, reason: str = "resourceVersion too old", body: Any = None) -> None:
+        super().__init__(410, reason, body)
+
+
+class Forbidden(ApiError):
+    """401 / 403: the credentials may not do this."""
+
+
+class Transient(ApiError):
+    """Worth retrying: no answer (``status`` 0), throttling, a server error, or a watch the server cut."""
+
+
+BY_STATUS: dict[int, type[ApiError]] = {401: Forbidden, 403: Forbidden, 404: NotFound, 409: Conflict}
+
+
+def api_error(status: int, reason: str = "", body: Any = None) -> ApiError:
+    """The typed error for an HTTP ``status``."""
+    if status == 410:
+        return Gone(reason or "resourceVersion too old", body)
+    if status in RETRYABLE_STATUS:
+        return Transient(status, reason, body)
+    return BY_STATUS.get(status, ApiError)(status, reason, body)
+
+
+#: Failures below HTTP: the request never got an answer.
+CONNECTION_ERRORS = (urllib3.exceptions.HTTPError, aiohttp.ClientError, OSError, asyncio.TimeoutError)
+
+
+def typed(exc: BaseException) -> ApiError | None:
+    """``exc`` as a typed API error; None for anything that is not about talking to the server."""
+    if isinstance(exc, ApiError):
+        return exc
+    if isinstance(exc, (SyncApiException, AsyncApiException)):
+        return api_error(int(exc.status or 0), str(exc.reason or ""), exc.body)
+    if isinstance(exc, CONNECTION_ERRORS):
+        return Transient(0, f"{type(exc).__name__}: {exc}")
+    return None
+
+
+@contextlib.contextmanager
+def translate() -> Iterator[None]:
+    """Re-raise what the official clients raise as typed errors (works around ``await`` too)."""
+    try:
+        yield
+    except Exception as exc:  # narrowed by ``typed``: anything else is re-raised as it is
+        error = typed(exc)
+        if error is None or error is exc:
+            raise
+        raise error from exc

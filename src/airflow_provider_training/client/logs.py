@@ -15,14 +15,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kubernetes.client.rest import ApiException
 from kubernetes.watch.watch import iter_resp_lines
 
+from airflow_provider_training.client.errors import ApiError, Gone, translate, typed
 from airflow_provider_training.client.resources import resource_for
 from airflow_provider_training.client.selection import pod_selector
 from airflow_provider_training.client.state import container_started, main_container, owned_by
-from airflow_provider_training.client.sync import TRANSIENT, TrainingJobClient
-from airflow_provider_training.client.watching import Cursor, Gone, WatchError, parse_event
+from airflow_provider_training.client.sync import TrainingJobClient
+from airflow_provider_training.client.watching import Cursor, parse_event
 
 Sink = Callable[[str], None]
 PodFilter = Callable[[dict[str, Any]], bool]
@@ -73,16 +73,17 @@ class LogFollower:
         cursor = Cursor("")
         while not self._stop.is_set():
             try:
-                response = self.client.core.list_namespaced_pod(
-                    self.namespace,
-                    label_selector=selector,
-                    watch=True,
-                    allow_watch_bookmarks=True,
-                    resource_version=cursor.resource_version,
-                    timeout_seconds=int(self.client.watch_timeout),
-                    _preload_content=False,
-                    _request_timeout=(10.0, self.client.watch_timeout + 30.0),
-                )
+                with translate():
+                    response = self.client.core.list_namespaced_pod(
+                        self.namespace,
+                        label_selector=selector,
+                        watch=True,
+                        allow_watch_bookmarks=True,
+                        resource_version=cursor.resource_version,
+                        timeout_seconds=int(self.client.watch_timeout),
+                        _preload_content=False,
+                        _request_timeout=(10.0, self.client.watch_timeout + 30.0),
+                    )
                 with self._lock:
                     self._streams["<pods>"] = response
                 try:
@@ -98,10 +99,10 @@ class LogFollower:
                     response.release_conn()
             except Gone:
                 cursor.resource_version = ""
-            except Exception as exc:  # closed by stop(), or trouble with the server: retry unless stopping
+            except Exception as exc:  # closed by stop() (any error), or trouble with the server: retry
                 if self._stop.is_set():
                     return
-                if not isinstance(exc, (ApiException, WatchError, *TRANSIENT)):
+                if typed(exc) is None:
                     raise
                 if self._stop.wait(min(2.0, self.client.poll_interval)):
                     return
@@ -127,7 +128,7 @@ class LogFollower:
             try:
                 response = self.client.stream_log(pod, self.namespace, container=container)
                 break
-            except (ApiException, *TRANSIENT) as exc:
+            except ApiError as exc:
                 if attempt == 3 or self._stop.wait(0.25 * 2**attempt):
                     self.sink(f"[{pod}] (log not available: {getattr(exc, 'reason', exc)})")
                     with self._lock:

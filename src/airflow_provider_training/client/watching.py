@@ -1,9 +1,9 @@
 """Reading a Kubernetes watch stream: events, bookmarks and the ``410 Gone`` that means "list again".
 
 Hand-written instead of ``kubernetes.watch.Watch`` because the waiters need the resourceVersion of
-every bookmark and an explicit signal for 410 (``Watch`` retries a 410 with the same, still expired,
-resourceVersion once and then raises a generic ``ApiException``), and because the sync and async
-clients must read streams the same way.
+every bookmark and an explicit signal for 410, :class:`errors.Gone` (``Watch`` retries a 410 with the
+same, still expired, resourceVersion once and then raises a generic ``ApiException``), and because
+the sync and async clients must read streams the same way.
 """
 
 from __future__ import annotations
@@ -12,16 +12,14 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-
-class Gone(Exception):
-    """The resourceVersion is older than the server's event history: list (or get) and watch again."""
+from airflow_provider_training.client.errors import Gone, Transient
 
 
-class WatchError(Exception):
-    """The server ended the watch with an error other than 410."""
+class WatchError(Transient):
+    """The server ended the watch with an error other than 410 (retried like a dropped connection)."""
 
     def __init__(self, code: int, message: str) -> None:
-        super().__init__(f"watch failed with {code}: {message}")
+        super().__init__(code, f"watch failed with {code}: {message}")
         self.code = code
 
 
@@ -42,7 +40,7 @@ def parse_event(line: str | bytes, cursor: Cursor) -> tuple[str, dict[str, Any]]
     if kind == "ERROR":
         code = int(obj.get("code") or 0)
         if code == 410:
-            raise Gone(obj.get("message", "resourceVersion too old"))
+            raise Gone(str(obj.get("message", "resourceVersion too old")))
         raise WatchError(code, str(obj.get("message", "")))
     rv = (obj.get("metadata") or {}).get("resourceVersion")
     if rv:

@@ -1,21 +1,27 @@
 """The interface every kind's plugin implements, and the helpers they share.
 
 A plugin answers the kind-specific questions of the reconcile loop (``training-operator.md`` §4):
-which pod is the master, what environment the operator appends to a container, and how replica
-counts turn into conditions (``UpdateJobStatus``). ``job`` is always the defaulted job
+which pod is the master, what environment the operator appends to a container, how a replica's pod
+is dressed (``dress_pod``), which pods, Services and ConfigMaps the job needs now (``plan_pods``,
+the operator's ``ReconcilePods`` / ``ReconcileServices``) and how replica counts turn into
+conditions (``UpdateJobStatus``). The generic answers are the defaults here; a kind that takes its
+own path upstream (MPI) overrides them in its own module. ``job`` is always the defaulted job
 (``specs.with_defaults``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar
 
 from airflow_provider_training.frameworks import conditions as cond
+from airflow_provider_training.frameworks import labels
 from airflow_provider_training.frameworks.addressing import Addressing, ClusterAddressing, ReplicaRef
-from airflow_provider_training.frameworks.events import Event
-from airflow_provider_training.frameworks.pods import PodState
+from airflow_provider_training.frameworks.bodies import ConfigMapBody, OwnerReferenceBody
+from airflow_provider_training.frameworks.events import WARNING, Event
+from airflow_provider_training.frameworks.pods import PodState, of_type
 from airflow_provider_training.frameworks.timeutil import format_time
 from airflow_provider_training.specs.common import JobStatus, ReplicaSpec, ReplicaStatus
 from airflow_provider_training.specs.jobs import TrainingJob
@@ -23,6 +29,8 @@ from airflow_provider_training.specs.kinds import KindInfo
 from airflow_provider_training.specs.pod import EnvVar
 
 CLUSTER = ClusterAddressing()
+TEMPLATE_RESTART_POLICY_REASON = "SetPodTemplateRestartPolicy"
+TEMPLATE_RESTART_POLICY_MESSAGE = "Restart policy in pod template will be overwritten by restart policy in replica spec"
 
 
 class InjectionError(ValueError):
@@ -33,6 +41,55 @@ class InjectionError(ValueError):
 class StatusUpdate:
     status: JobStatus
     events: list[Event] = field(default_factory=list)
+
+
+# --- what ``plan_pods`` asks the controller to do, in order --------------------------------------
+
+
+@dataclass(frozen=True)
+class CreatePod:
+    rtype: str
+    index: int
+
+
+@dataclass(frozen=True)
+class DeletePod:
+    """Delete the pod (and, for kinds with Services, the Service of the same name)."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class CreateService:
+    rtype: str
+    index: int
+
+
+@dataclass(frozen=True)
+class DeleteService:
+    name: str
+
+
+@dataclass(frozen=True)
+class ApplyConfigMap:
+    """Create the ConfigMap, or bring an existing one's ``data`` to this."""
+
+    config_map: ConfigMapBody
+
+
+PodAction = CreatePod | DeletePod | CreateService | DeleteService | ApplyConfigMap
+
+
+def owner_reference(job: TrainingJob) -> OwnerReferenceBody:
+    """The controlling ownerReference of every object the operator creates for ``job``."""
+    return {
+        "apiVersion": job.KIND.api_version,
+        "kind": job.KIND.kind,
+        "name": job.name,
+        "uid": job.metadata.uid or "",
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
 
 
 class FrameworkPlugin:
@@ -61,6 +118,66 @@ class FrameworkPlugin:
     @property
     def has_services(self) -> bool:
         return True
+
+    @property
+    def deleting_running_pod_fails(self) -> bool:
+        """Whether a Running pod being deleted counts as failed in the replica counts (§3.5)."""
+        return True
+
+    # --- pods -------------------------------------------------------------------------------
+    def dress_pod(
+        self,
+        job: TrainingJob,
+        rtype: str,
+        index: int,
+        pod_labels: dict[str, str],
+        pod_spec: dict[str, Any],
+        addressing: Addressing = CLUSTER,
+    ) -> list[Event]:
+        """Turn a copy of the replica template into the kind's pod (``createNewPod``, §3.2): labels,
+        the injected env, the kind's init containers; returns the events it warrants. The caller
+        sets the name, owner and restartPolicy."""
+        pod_labels.update(labels.replica_labels(self.info.operator_name, job.name, rtype, index))
+        if self.is_master_role(job, rtype, index):
+            pod_labels[labels.JOB_ROLE] = "master"
+        for container in pod_spec.get("containers") or []:
+            extra = self.injected_env(job, rtype, index, container["name"], addressing)
+            if extra:
+                container["env"] = [*(container.get("env") or []), *(e.to_dict() for e in extra)]
+        init = self.extra_init_containers(job, rtype, index, addressing)
+        if init:
+            pod_spec["initContainers"] = [*(pod_spec.get("initContainers") or []), *init]
+        if pod_spec.get("restartPolicy"):
+            return [Event(WARNING, TEMPLATE_RESTART_POLICY_REASON, TEMPLATE_RESTART_POLICY_MESSAGE)]
+        return []
+
+    def plan_pods(
+        self,
+        job: TrainingJob,
+        pods: list[PodState],
+        services: Mapping[str, dict[str, Any]],
+        addressing: Addressing = CLUSTER,
+    ) -> list[PodAction]:
+        """What the job needs now, per replica type (``ReconcilePods`` + ``ReconcileServices``):
+        surplus indices deleted, missing pods and Services created. ``services``: the job's
+        Services by name."""
+        out: list[PodAction] = []
+        for rtype in self.replica_types(job):
+            wanted = job.replica_specs[rtype].replicas or 0
+            mine = of_type(pods, rtype)
+            existing = {s.index for s in mine}
+            out += [DeletePod(s.name) for s in mine if s.index is not None and s.index >= wanted]
+            for index in range(wanted):
+                if index not in existing:
+                    out.append(CreatePod(rtype, index))
+                if self.has_services and self.pod_name(job, rtype, index) not in services:
+                    out.append(CreateService(rtype, index))
+            for name, service in services.items():
+                service_labels = service["metadata"].get("labels") or {}
+                idx = str(service_labels.get(labels.REPLICA_INDEX, ""))
+                if service_labels.get(labels.REPLICA_TYPE) == rtype.lower() and idx.isdigit() and int(idx) >= wanted:
+                    out.append(DeleteService(name))
+        return out
 
     # --- environment ------------------------------------------------------------------------
     def injected_env(

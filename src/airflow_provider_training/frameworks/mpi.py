@@ -1,26 +1,40 @@
 """MPIJob v1 (``training-operator.md`` §4.3): launcher env, the ``{job}-config`` ConfigMap files,
 and the effective status rules (reason ``MPIJobMPIJobFailed`` included).
 
-MPI takes its own path upstream: no Services, no env on workers, the launcher's ``containers[0]``
-gets the ``OMPI_MCA_*`` variables, and the launcher pod is ``{job}-launcher`` (no index).
+MPI takes its own path upstream, and every part of it is here, behind the plugin interface: no
+Services, no env on workers, the launcher's ``containers[0]`` gets the ``OMPI_MCA_*`` variables and
+the kubectl-delivery init container, the launcher pod is ``{job}-launcher`` (no index), workers are
+created before the launcher (once), and the ConfigMap follows the running workers
+(``MPIJobReconciler.ReconcilePods``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
+from typing import Any
 
+from airflow_provider_training.frameworks import labels
 from airflow_provider_training.frameworks.addressing import Addressing
 from airflow_provider_training.frameworks.base import (
     CLUSTER,
+    TEMPLATE_RESTART_POLICY_MESSAGE,
+    ApplyConfigMap,
+    CreatePod,
+    DeletePod,
     FrameworkPlugin,
+    PodAction,
     Recorder,
     StatusUpdate,
     ensure_start_time,
     env,
+    owner_reference,
     replicas,
     tally,
 )
-from airflow_provider_training.frameworks.pods import PodState
+from airflow_provider_training.frameworks.bodies import ConfigMapBody
+from airflow_provider_training.frameworks.events import WARNING, Event
+from airflow_provider_training.frameworks.pods import FAILED, RUNNING, SUCCEEDED, PodState, of_type
 from airflow_provider_training.specs import kinds
 from airflow_provider_training.specs.common import JobStatus
 from airflow_provider_training.specs.jobs import MPIJob, TrainingJob
@@ -37,6 +51,8 @@ KUBEXEC = "kubexec.sh"
 DISCOVER_HOSTS = "discover_hosts.sh"
 KUBECTL_DELIVERY_NAME = "kubectl-delivery"
 KUBECTL_DELIVERY_IMAGE = "kubeflow/kubectl-delivery:latest"
+# (sic: upstream's MPI controller spells its reason this way)
+TEMPLATE_RESTART_POLICY_REASON = "SettedPodTemplateRestartPolicy"
 
 
 def config_map_name(job: TrainingJob) -> str:
@@ -74,6 +90,93 @@ class MPIPlugin(FrameworkPlugin):
     @property
     def has_services(self) -> bool:
         return False
+
+    @property
+    def deleting_running_pod_fails(self) -> bool:
+        return False  # MPI's own counter ignores the deletion timestamp
+
+    # --- pods (newLauncher / newWorker, ReconcilePods) -------------------------------------
+    def dress_pod(
+        self,
+        job: TrainingJob,
+        rtype: str,
+        index: int,
+        pod_labels: dict[str, str],
+        pod_spec: dict[str, Any],
+        addressing: Addressing = CLUSTER,
+    ) -> list[Event]:
+        containers = pod_spec.get("containers") or []
+        if not containers:
+            raise ValueError(f"MPIJob {job.name}: spec.mpiReplicaSpecs[{rtype}] has no containers")
+        if rtype == LAUNCHER:
+            return self._dress_launcher(job, pod_labels, pod_spec, containers[0])
+        pod_labels.update(labels.replica_labels(self.info.operator_name, job.name, rtype, index))
+        main = containers[0]
+        if not main.get("command"):
+            # Workers only host mpirun's remote processes; this also replaces any args.
+            main["command"] = ["sleep"]
+            main["args"] = ["365d"]
+        main["volumeMounts"] = [
+            *(main.get("volumeMounts") or []),
+            {"name": CONFIG_VOLUME, "mountPath": CONFIG_MOUNT_PATH},
+        ]
+        item = {"key": KUBEXEC, "path": KUBEXEC, "mode": 0o555}
+        pod_spec["volumes"] = [
+            *(pod_spec.get("volumes") or []),
+            {"name": CONFIG_VOLUME, "configMap": {"name": config_map_name(job), "items": [item]}},
+        ]
+        return []
+
+    def _dress_launcher(
+        self, job: TrainingJob, pod_labels: dict[str, str], pod_spec: dict[str, Any], main: dict[str, Any]
+    ) -> list[Event]:
+        pod_labels.update(labels.replica_labels(self.info.operator_name, job.name, LAUNCHER, None))
+        pod_labels[labels.JOB_ROLE] = "master"
+        if not pod_spec.get("serviceAccountName"):
+            pod_spec["serviceAccountName"] = launcher_name(job)
+        pod_spec["initContainers"] = [*(pod_spec.get("initContainers") or []), kubectl_delivery(job)]
+        extra = self.injected_env(job, LAUNCHER, 0, main["name"])
+        main["env"] = [*(main.get("env") or []), *(e.to_dict() for e in extra)]
+        main["volumeMounts"] = [
+            *(main.get("volumeMounts") or []),
+            {"name": KUBECTL_VOLUME, "mountPath": KUBECTL_MOUNT_PATH},
+            {"name": CONFIG_VOLUME, "mountPath": CONFIG_MOUNT_PATH},
+        ]
+        items = [
+            {"key": KUBEXEC, "path": KUBEXEC, "mode": 0o555},
+            {"key": HOSTFILE, "path": HOSTFILE, "mode": 0o444},
+            {"key": DISCOVER_HOSTS, "path": DISCOVER_HOSTS, "mode": 0o555},
+        ]
+        pod_spec["volumes"] = [
+            *(pod_spec.get("volumes") or []),
+            {"name": KUBECTL_VOLUME, "emptyDir": {}},
+            {"name": CONFIG_VOLUME, "configMap": {"name": config_map_name(job), "items": items}},
+        ]
+        if pod_spec.get("restartPolicy"):
+            return [Event(WARNING, TEMPLATE_RESTART_POLICY_REASON, TEMPLATE_RESTART_POLICY_MESSAGE)]
+        return []
+
+    def plan_pods(
+        self,
+        job: TrainingJob,
+        pods: list[PodState],
+        services: Mapping[str, dict[str, Any]],
+        addressing: Addressing = CLUSTER,
+    ) -> list[PodAction]:
+        """The ConfigMap, the workers, then the launcher once; nothing after the launcher finished."""
+        launcher = of_type(pods, LAUNCHER)
+        if launcher and launcher[0].phase in (SUCCEEDED, FAILED):
+            return []
+        workers = of_type(pods, WORKER)
+        running = sorted(s.index for s in workers if s.phase == RUNNING and s.index is not None)
+        out: list[PodAction] = [ApplyConfigMap(self.config_map(job, running, addressing))]
+        wanted = replicas(job, WORKER)
+        have = {s.index for s in workers}
+        out += [DeletePod(s.name) for s in workers if s.index is not None and s.index >= wanted]
+        out += [CreatePod(WORKER, index) for index in range(wanted) if index not in have]
+        if not launcher:
+            out.append(CreatePod(LAUNCHER, 0))
+        return out
 
     def injected_env(
         self,
@@ -130,6 +233,22 @@ class MPIPlugin(FrameworkPlugin):
             text += f"\necho {addressing.host(ref)}:{n}"
         return text
 
+    def config_map(
+        self, job: TrainingJob, running_workers: list[int], addressing: Addressing = CLUSTER
+    ) -> ConfigMapBody:
+        """The ``{job}-config`` ConfigMap (hostfile, kubexec.sh, discover_hosts.sh)."""
+        return {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": config_map_name(job),
+                "namespace": job.namespace,
+                "labels": {"app": job.name},
+                "ownerReferences": [owner_reference(job)],
+            },
+            "data": self.config_data(job, running_workers, addressing),
+        }
+
     def config_data(
         self, job: TrainingJob, running_workers: list[int], addressing: Addressing = CLUSTER
     ) -> dict[str, str]:
@@ -161,3 +280,19 @@ class MPIPlugin(FrameworkPlugin):
                         reason_verb="MPIJobFailed",
                     )
         return rec.result()
+
+
+def kubectl_delivery(job: TrainingJob) -> dict[str, Any]:
+    """The launcher's init container that delivers kubectl for ``kubexec.sh``."""
+    resources = {"cpu": "100m", "memory": "512Mi", "ephemeral-storage": "5Gi"}
+    return {
+        "name": KUBECTL_DELIVERY_NAME,
+        "image": KUBECTL_DELIVERY_IMAGE,
+        "imagePullPolicy": "IfNotPresent",
+        "env": [{"name": "TARGET_DIR", "value": KUBECTL_MOUNT_PATH}, {"name": "NAMESPACE", "value": job.namespace}],
+        "volumeMounts": [
+            {"name": KUBECTL_VOLUME, "mountPath": KUBECTL_MOUNT_PATH},
+            {"name": CONFIG_VOLUME, "mountPath": CONFIG_MOUNT_PATH},
+        ],
+        "resources": {"limits": dict(resources), "requests": dict(resources)},
+    }

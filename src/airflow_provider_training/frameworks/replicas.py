@@ -12,8 +12,8 @@ from airflow_provider_training.specs.jobs import TrainingJob
 def replica_statuses(plugin: FrameworkPlugin, job: TrainingJob, pods: list[PodState]) -> dict[str, ReplicaStatus]:
     """Counts per replica type of the spec; zero counts are left out (``omitempty``).
 
-    A Running pod being deleted counts as failed, except for MPI whose own counter ignores the
-    deletion timestamp. ``selector`` is set only for kinds with a scale subresource.
+    A Running pod being deleted counts as failed where the plugin says so
+    (``deleting_running_pod_fails``; MPI's own counter ignores the deletion timestamp). ``selector`` is set only for kinds with a scale subresource.
     """
     info = plugin.info
     out: dict[str, ReplicaStatus] = {}
@@ -21,7 +21,7 @@ def replica_statuses(plugin: FrameworkPlugin, job: TrainingJob, pods: list[PodSt
         active = succeeded = failed = 0
         for pod in of_type(pods, rtype):
             if pod.phase == RUNNING:
-                if pod.deleting and info.kind != "MPIJob":
+                if pod.deleting and plugin.deleting_running_pod_fails:
                     failed += 1
                 else:
                     active += 1

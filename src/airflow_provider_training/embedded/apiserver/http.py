@@ -9,13 +9,12 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from airflow_provider_training.embedded.apiserver import limits
+from airflow_provider_training.embedded.apiserver import limits, protobuf
 from airflow_provider_training.embedded.apiserver.errors import (
     ApiError,
     bad_request,
     path_not_found,
     too_large,
-    unsupported_media_type,
 )
 from airflow_provider_training.embedded.resources import BY_PATH, ResourceType
 
@@ -72,9 +71,21 @@ async def read_body(request: Request, limit: int) -> Any:
     media = request.headers.get("content-type", "application/json").split(";")[0].strip()
     if media in ("application/yaml", "application/apply-patch+yaml"):
         return limits.decode_yaml(raw)
-    if media == "application/vnd.kubernetes.protobuf":
-        raise unsupported_media_type(media)
+    if media == protobuf.MEDIA_TYPE:
+        decoded = _protobuf(raw)
+        limits.check_plain(decoded)
+        return decoded
     return limits.decode_json(raw)
+
+
+def _protobuf(raw: bytes) -> Any:
+    try:
+        return protobuf.decode(raw)
+    except protobuf.ProtobufError as exc:
+        undecodable = "not decoded by" in str(exc)
+        raise ApiError(
+            415 if undecodable else 400, "UnsupportedMediaType" if undecodable else "BadRequest", str(exc)
+        ) from None
 
 
 def dumps(obj: Any) -> bytes:

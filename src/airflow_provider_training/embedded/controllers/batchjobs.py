@@ -19,7 +19,6 @@ go down.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import copy
 import os
@@ -28,13 +27,14 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from airflow_provider_training.embedded import canonical, runtime
 from airflow_provider_training.embedded.apiserver.batchjobs import CONTROLLER_UID
-from airflow_provider_training.embedded.controllers.base import ControllerContext, WorkQueue
 from airflow_provider_training.embedded.controllers.refs import owner_references
 from airflow_provider_training.embedded.events import record_event
 from airflow_provider_training.embedded.node.runtime import WORKING_DIR_ANNOTATION
 from airflow_provider_training.embedded.resources import BY_KEY, PODS
-from airflow_provider_training.embedded.store import AlreadyExistsError, ConflictError, NotFoundError, Store
+from airflow_provider_training.embedded.runtime import ControllerContext, For, Owns, WorkQueue
+from airflow_provider_training.embedded.store import AlreadyExistsError, ConflictError, NotFoundError, Store, WatchEvent
 from airflow_provider_training.frameworks.timeutil import format_time, parse_time
 
 JOBS = BY_KEY["batch/jobs"]
@@ -48,7 +48,7 @@ COMPLETED_MESSAGE = ("CompletionsReached", "Reached expected number of succeeded
 BACKOFF_EXCEEDED = ("BackoffLimitExceeded", "Job has reached the specified backoff limit")
 DEADLINE_EXCEEDED = ("DeadlineExceeded", "Job was active longer than specified deadline")
 TERMINAL_PHASES = ("Succeeded", "Failed")
-Key = tuple[str, str]  # (namespace, name)
+Key = runtime.controller.Key
 
 
 def pod_backoff() -> tuple[float, float]:
@@ -113,6 +113,7 @@ def restarts(pod: dict[str, Any]) -> int:
 
 class BatchJobController:
     name = "batch-jobs"
+    sources = (For(JOBS.key), Owns(PODS.key, owner=JOBS.key, kind="Job", api_version="batch/v1"))
 
     def __init__(self) -> None:
         self.work: WorkQueue[Key] = WorkQueue()
@@ -122,40 +123,21 @@ class BatchJobController:
     async def run(self, ctx: ControllerContext) -> None:
         self.store: Store = ctx.store
         self.ctx = ctx
-        watchers = [asyncio.create_task(self._watch_jobs()), asyncio.create_task(self._watch_pods())]
-        await self.work.process(ctx.stopping, lambda key: self.reconcile(*key), watchers, retry=ConflictError)
+        await runtime.run(self, ctx, self.work, on_event=self._on_event)
 
-    # -- queueing -------------------------------------------------------------------------------
-    def enqueue(self, key: Key) -> None:
-        self.work.add(key)
-
-    def enqueue_after(self, key: Key, delay: float) -> None:
-        self.work.add_after(key, delay)
-
-    async def _watch_jobs(self) -> None:
-        async for event in self.ctx.informer(JOBS.key):
-            key = (event.namespace, event.name)
-            if event.type == "DELETED":
-                self.work.forget(key)
-            else:
-                self.enqueue(key)
-
-    async def _watch_pods(self) -> None:
-        async for event in self.ctx.informer(PODS.key):
-            for ref in owner_references(event.object):
-                if ref.get("controller") and ref.get("kind") == "Job" and ref.get("apiVersion") == "batch/v1":
-                    self.enqueue((event.namespace, ref.get("name", "")))
-            if event.type == "DELETED":
-                self.failures_seen.pop(event.object["metadata"].get("uid", ""), None)
+    def _on_event(self, event: WatchEvent) -> None:
+        if event.type == "DELETED" and event.resource == PODS.key:
+            self.failures_seen.pop(event.object["metadata"].get("uid", ""), None)
 
     # -- reconcile ------------------------------------------------------------------------------
-    def reconcile(self, namespace: str, name: str) -> None:
+    def reconcile(self, key: Key) -> float | None:
+        _, namespace, name = key
         job = self.store.get(JOBS.key, namespace, name)
         if job is None or job["metadata"].get("deletionTimestamp"):
-            return
+            return None
         if (job.get("spec") or {}).get("managedBy", MANAGED_BY) != MANAGED_BY:
-            return
-        Sync(self, job).run()
+            return None
+        return Sync(self, job).run()
 
     def owned_pods(self, job: dict[str, Any]) -> list[dict[str, Any]]:
         uid = job["metadata"]["uid"]
@@ -171,7 +153,6 @@ class Sync:
         self.c, self.job, self.store = c, job, c.store
         self.spec: dict[str, Any] = job.get("spec") or {}
         self.namespace, self.name = job["metadata"]["namespace"], job["metadata"]["name"]
-        self.key: Key = (self.namespace, self.name)
         self.status: dict[str, Any] = copy.deepcopy(job.get("status") or {})
         self.before = copy.deepcopy(self.status)
         self.now = datetime.now(UTC)
@@ -179,10 +160,11 @@ class Sync:
         self.events: list[tuple[str, str, str]] = []
         self.wakeups: list[float] = []  # seconds from now
 
-    def run(self) -> None:
+    def run(self) -> float | None:
+        """One sync; returns the seconds until the next is due (a back-off, a deadline, a TTL)."""
         if condition_true(self.status, COMPLETE) or condition_true(self.status, FAILED):
             self.finished()
-            return
+            return self.next_pass()
         pods = self.c.owned_pods(self.job)
         active = [
             p for p in pods if not p["metadata"].get("deletionTimestamp") and self.phase(p) not in TERMINAL_PHASES
@@ -220,7 +202,7 @@ class Sync:
             if not self.status[field]:
                 del self.status[field]
         self.save()
-        self.schedule()
+        return self.next_pass()
 
     @staticmethod
     def phase(pod: dict[str, Any]) -> str:
@@ -234,7 +216,7 @@ class Sync:
             return
         remaining = (at + timedelta(seconds=int(ttl)) - self.now).total_seconds()
         if remaining > 0:
-            self.c.enqueue_after(self.key, remaining + 0.05)
+            self.wakeups.append(remaining)
             return
         # The ttl-after-finished controller deletes with Foreground propagation: pods first.
         uid = self.job["metadata"]["uid"]
@@ -357,8 +339,8 @@ class Sync:
             "kind": "Pod",
             "metadata": meta,
             "spec": copy.deepcopy(template.get("spec") or {}),
-            "status": {"phase": "Pending", "qosClass": "BestEffort"},
         }
+        canonical.pod(pod)  # the API server's defaults and canonical quantities
         for _ in range(5):
             try:
                 created = self.store.create(PODS.key, pod)
@@ -393,6 +375,5 @@ class Sync:
         for type_, reason, message in self.events:
             record_event(self.store, obj, type_, reason, message, COMPONENT)
 
-    def schedule(self) -> None:
-        if self.wakeups:
-            self.c.enqueue_after(self.key, min(self.wakeups) + 0.05)
+    def next_pass(self) -> float | None:
+        return min(self.wakeups) + 0.05 if self.wakeups else None

@@ -38,8 +38,7 @@ from urllib.parse import urlsplit
 
 from aiohttp import ClientError, ClientTimeout
 
-from airflow_provider_training.embedded import podlogs
-from airflow_provider_training.embedded.controllers.base import ControllerContext, WorkQueue
+from airflow_provider_training.embedded import canonical, podlogs, runtime
 from airflow_provider_training.embedded.controllers.ingress import Backend, Ingress
 from airflow_provider_training.embedded.controllers.predictor import (
     ISVC_LABEL,
@@ -53,13 +52,14 @@ from airflow_provider_training.embedded.controllers.refs import owner_references
 from airflow_provider_training.embedded.events import record_event
 from airflow_provider_training.embedded.node.network import shared_network
 from airflow_provider_training.embedded.resources import BY_KEY, PODS
+from airflow_provider_training.embedded.runtime import ControllerContext, For, Owns, WorkQueue
 from airflow_provider_training.embedded.store import AlreadyExistsError, NotFoundError, Store, now_timestamp
 
 log = logging.getLogger(__name__)
 ISVCS = BY_KEY["serving.kserve.io/inferenceservices"]
 COMPONENT = "kserve-controller-manager"
 LOG_TAIL_LINES = 20
-Key = tuple[str, str]
+Key = runtime.controller.Key
 
 
 @dataclass
@@ -125,6 +125,7 @@ def condition(
 
 class InferenceServiceController:
     name = "inferenceservices"
+    sources = (For(ISVCS.key), Owns(PODS.key, owner=ISVCS.key, label=ISVC_LABEL))
 
     def __init__(self) -> None:
         self.work: WorkQueue[Key] = WorkQueue()
@@ -141,36 +142,19 @@ class InferenceServiceController:
         self.probe_interval = _float_env("AIRFLOW_TRAINING_PROBE_INTERVAL", 0.2)
         self.drain_timeout = _float_env("AIRFLOW_TRAINING_DRAIN_TIMEOUT", 60.0)
         self.ingress = Ingress(retry_for=_float_env("AIRFLOW_TRAINING_INGRESS_RETRY", 10.0))
-        tasks = [asyncio.create_task(self._watch_isvcs()), asyncio.create_task(self._watch_pods())]
         try:
-            while not ctx.stopping.is_set():
-                key = await self.work.get()
-                try:
-                    await self.reconcile(*key)
-                except Exception:
-                    log.exception("reconciling InferenceService %s/%s failed", *key)
-                    self.work.add_after(key, 1.0)
+            await runtime.run(self, ctx, self.work)
         finally:
-            for task in [*tasks, *self.probes.values(), *self.drains]:
+            for task in [*self.probes.values(), *self.drains]:
                 task.cancel()
             await self.ingress.close_all()
 
-    def enqueue(self, key: Key) -> None:
-        self.work.add(key)
-
-    async def _watch_isvcs(self) -> None:
-        async for event in self.ctx.informer(ISVCS.key):
-            self.enqueue((event.namespace, event.name))
-
-    async def _watch_pods(self) -> None:
-        async for event in self.ctx.informer(PODS.key):
-            owner = (event.object["metadata"].get("labels") or {}).get(ISVC_LABEL)
-            if owner:
-                self.enqueue((event.namespace, owner))
+    def enqueue(self, namespace: str, name: str) -> None:
+        self.work.add((ISVCS.key, namespace, name))
 
     # -- reconcile ---------------------------------------------------------------------------------
-    async def reconcile(self, namespace: str, name: str) -> None:
-        key = (namespace, name)
+    async def reconcile(self, key: Key) -> None:
+        _, namespace, name = key
         route_key = f"{namespace}/{name}"
         isvc = self.store.get(ISVCS.key, namespace, name)
         pods = self._pods(namespace, name, isvc)
@@ -220,7 +204,7 @@ class InferenceServiceController:
         namespace = isvc["metadata"]["namespace"]
         port = self.network.port(namespace, predictor.revision, "http1")
         try:
-            pod = self.store.create(PODS.key, build_pod(isvc, predictor, port))
+            pod = self.store.create(PODS.key, canonical.pod(build_pod(isvc, predictor, port)))
         except AlreadyExistsError:
             return self.store.get(PODS.key, namespace, predictor.revision)
         record_event(
@@ -276,12 +260,12 @@ class InferenceServiceController:
                 ok = await self._probe(pod)
                 if ok != self.ready.get(uid, False):
                     self.ready[uid] = ok
-                    self.enqueue((namespace, owner))
+                    self.enqueue(namespace, owner)
                 await asyncio.sleep(self.probe_interval if not ok else max(self.probe_interval, 1.0))
         finally:
             self.probes.pop(uid, None)
             if self.ready.pop(uid, False) and owner:
-                self.enqueue((namespace, owner))
+                self.enqueue(namespace, owner)
 
     async def _probe(self, pod: dict[str, Any]) -> bool:
         status = pod.get("status") or {}

@@ -4,8 +4,9 @@ Each reconcile of a job follows the operator's order of operations (§3.1): mana
 finished-job cleanup (cleanPodPolicy, TTL, succeeded folding), suspend / resume, backoffLimit and
 activeDeadlineSeconds, then per replica type the pods and headless Services (failed-pod restarts,
 missing indices created, surplus indices deleted), MPI's ConfigMap and launcher, the replica
-snapshot and the kind's status rules. All kind-specific answers come from ``frameworks``; this
-module only reads and writes the store. Addresses and ports in the injected environment come
+snapshot and the kind's status rules. All kind-specific answers come from ``frameworks`` (the pods,
+Services and ConfigMaps a job needs are the plugin's ``plan_pods``: MPI's own path lives in its
+plugin); this module only reads and writes the store. Addresses and ports in the injected environment come
 from the node's allocator, so they are the ones the node agent gives the pods.
 
 Differences from the operator's loop: the activeDeadlineSeconds and TTL checks run on a timer
@@ -15,24 +16,29 @@ counted (annotation ``training.airflow.apache.org/exit-code-retries``) against b
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from datetime import UTC, datetime
 from typing import Any
 
-from airflow_provider_training.embedded.controllers.base import ControllerContext, WorkQueue
+from airflow_provider_training.embedded import canonical, runtime
 from airflow_provider_training.embedded.controllers.refs import owner_references
 from airflow_provider_training.embedded.events import record_event
 from airflow_provider_training.embedded.node.network import LocalAddressing, shared_network
 from airflow_provider_training.embedded.node.runtime import WORKING_DIR_ANNOTATION
 from airflow_provider_training.embedded.resources import BY_KEY, PODS, RESOURCE_TYPES, ResourceType
-from airflow_provider_training.embedded.store import AlreadyExistsError, ConflictError, NotFoundError, Store
-from airflow_provider_training.frameworks import Event, PodState, mpi, objects, plugin, replicas, restarts, runpolicy
+from airflow_provider_training.embedded.runtime import ControllerContext, For, Owns, WorkQueue
+from airflow_provider_training.embedded.store import AlreadyExistsError, ConflictError, NotFoundError, Store, WatchEvent
+from airflow_provider_training.frameworks import Event, PodState, objects, plugin, replicas, restarts, runpolicy
 from airflow_provider_training.frameworks import conditions as cond
 from airflow_provider_training.frameworks import labels as lbl
-from airflow_provider_training.frameworks.base import FrameworkPlugin
-from airflow_provider_training.frameworks.pods import FAILED, RUNNING, SUCCEEDED
+from airflow_provider_training.frameworks.base import (
+    CreatePod,
+    CreateService,
+    DeletePod,
+    DeleteService,
+    FrameworkPlugin,
+)
 from airflow_provider_training.specs import with_defaults
 from airflow_provider_training.specs.common import JobStatus
 from airflow_provider_training.specs.jobs import TrainingJob, job_from_dict
@@ -43,7 +49,7 @@ CONFIGMAPS = BY_KEY["core/configmaps"]
 JOB_TYPES = [r for r in RESOURCE_TYPES if r.training_job is not None]
 EXIT_CODE_RETRIES_ANNOTATION = "training.airflow.apache.org/exit-code-retries"
 COMPONENT = "training-operator"
-Key = tuple[str, str, str]  # (resource key, namespace, name)
+Key = runtime.controller.Key
 
 
 def dump_status(status: JobStatus) -> dict[str, Any]:
@@ -52,7 +58,13 @@ def dump_status(status: JobStatus) -> dict[str, Any]:
 
 
 class JobController:
+    """Reconciles every training-job kind; owns their pods (by controlling ownerReference)."""
+
     name = "training-jobs"
+    sources: tuple[For | Owns, ...] = (
+        *(For(rt.key) for rt in JOB_TYPES),
+        *(Owns(PODS.key, owner=rt.key, kind=rt.kind) for rt in JOB_TYPES),
+    )
 
     def __init__(self) -> None:
         self.work: WorkQueue[Key] = WorkQueue()
@@ -62,38 +74,18 @@ class JobController:
         self.ctx = ctx
         self.store: Store = ctx.store
         self.addressing = LocalAddressing(shared_network(ctx.home))
-        watchers = [asyncio.create_task(self._watch_jobs(rt)) for rt in JOB_TYPES]
-        watchers.append(asyncio.create_task(self._watch_pods()))
-        await self.work.process(ctx.stopping, lambda key: self.reconcile(*key), watchers, retry=ConflictError)
+        await runtime.run(self, ctx, self.work, on_event=self._on_event)
 
-    # -- queueing -------------------------------------------------------------------------------
-    def enqueue(self, key: Key) -> None:
-        self.work.add(key)
+    def _on_event(self, event: WatchEvent) -> None:
+        rt = BY_KEY.get(event.resource)
+        if event.type == "DELETED" and rt is not None and rt.training_job is not None:
+            self._forget(event.object)
 
-    def enqueue_after(self, key: Key, delay: float) -> None:
-        self.work.add_after(key, delay)
-
-    async def _watch_jobs(self, rt: ResourceType) -> None:
-        async for event in self.ctx.informer(rt.key):
-            if event.type == "DELETED":
-                self._forget(rt, event.object)
-            else:
-                self.enqueue((rt.key, event.namespace, event.name))
-
-    async def _watch_pods(self) -> None:
-        kinds = {rt.kind: rt.key for rt in JOB_TYPES}
-        async for event in self.ctx.informer(PODS.key):
-            for ref in owner_references(event.object):
-                if ref.get("controller") and ref.get("kind") in kinds:
-                    self.enqueue((kinds[ref["kind"]], event.namespace, ref.get("name", "")))
-
-    def _forget(self, rt: ResourceType, obj: dict[str, Any]) -> None:
+    def _forget(self, obj: dict[str, Any]) -> None:
         """A deleted job: its pods go by garbage collection; give back their addresses and ports."""
-        key = (rt.key, obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
-        self.work.forget(key)
         try:
             job = with_defaults(job_from_dict(obj))
-        except Exception:
+        except (ValueError, KeyError):  # an object written around the API: nothing was allocated for it
             return
         p = plugin(job.kind)
         for rtype in p.replica_types(job):
@@ -101,21 +93,19 @@ class JobController:
                 self.addressing.network.release_pod(job.namespace, p.pod_name(job, rtype, i))
 
     # -- reconcile ------------------------------------------------------------------------------
-    def reconcile(self, resource: str, namespace: str, name: str) -> None:
+    def reconcile(self, key: Key) -> float | None:
+        resource, namespace, name = key
         obj = self.store.get(resource, namespace, name)
         if obj is None or obj["metadata"].get("deletionTimestamp"):
-            return
+            return None
         try:
             job = with_defaults(job_from_dict(obj))
-        except Exception as exc:  # admitted jobs parse; this guards objects written around the API
+        except (ValueError, KeyError) as exc:  # admitted jobs parse; this guards objects written around the API
             log.warning("%s %s/%s cannot be read: %s", resource, namespace, name, exc)
-            return
-        p = plugin(job.kind)
+            return None
         if runpolicy.is_managed_elsewhere(job):
-            return
-        key: Key = (resource, namespace, name)
-        pass_ = Pass(self, p, job, obj, key)
-        pass_.run()
+            return None
+        return Pass(self, plugin(job.kind), job, obj, key).run()
 
     # -- store helpers used by a pass -----------------------------------------------------------
     def job_pods(self, p: FrameworkPlugin, job: TrainingJob) -> list[dict[str, Any]]:
@@ -148,7 +138,8 @@ class Pass:
         self.states = [PodState.from_pod(pod, p.info.default_container) for pod in self.pods]
 
     # -- the steps ------------------------------------------------------------------------------
-    def run(self) -> None:
+    def run(self) -> float | None:
+        """One pass; returns the seconds until the next one is due (activeDeadlineSeconds, TTL)."""
         kind, name = self.p.info.kind, self.job.name
         if cond.find(self.status, cond.CREATED) is None:
             cond.mark_created(self.status, kind, name, self.now)
@@ -160,8 +151,7 @@ class Pass:
             self.active()
         self.save()
         wake = runpolicy.next_wakeup(self.job, self.status)
-        if wake is not None:
-            self.c.enqueue_after(self.key, (wake - datetime.now(UTC)).total_seconds() + 0.05)
+        return None if wake is None else (wake - datetime.now(UTC)).total_seconds() + 0.05
 
     def finished(self) -> None:
         self.delete_pods(runpolicy.pods_to_delete_when_finished(self.job, self.states))
@@ -195,69 +185,46 @@ class Pass:
         if outcome.exit_code_retries:
             self.count_exit_code_retries(retries + outcome.exit_code_retries)
         if not self.status.is_true(cond.FAILED):
-            if self.p.info.kind == "MPIJob":
-                self.mpi_pods()
-            else:
-                self.pods_and_services()
+            self.pods_and_services()
         self.status.replica_statuses = replicas.replica_statuses(self.p, self.job, self.states)
         update = self.p.update_status(self.job, self.status, self.states, self.now)
         self.status = update.status
         self.events += update.events
         if self.status.finished:
-            self.c.enqueue(self.key)  # the next pass folds counts and applies cleanPodPolicy
+            self.finished()  # fold counts and apply cleanPodPolicy now: one status write, not two
 
     # -- pods -----------------------------------------------------------------------------------
     def pods_and_services(self) -> None:
-        services = {s["metadata"]["name"]: s for s in self.c.job_services(self.p, self.job)}
-        for rtype in self.p.replica_types(self.job):
-            wanted = self.job.replica_specs[rtype].replicas or 0
-            existing = {s.index for s in self.states if s.replica_type == rtype.lower()}
-            for state in self.states:
-                if state.replica_type == rtype.lower() and state.index is not None and state.index >= wanted:
-                    self.delete_pods([state.name])
-            for index in range(wanted):
-                if index not in existing:
-                    self.create_pod(rtype, index)
-                name = self.p.pod_name(self.job, rtype, index)
-                if name not in services:
-                    service = objects.build_service(self.p, self.job, rtype, index)
-                    if service is not None:
-                        self.create(SERVICES, service, "SuccessfulCreateService", f"Created service: {name}")
-            for sname, service in services.items():
-                idx = (service["metadata"].get("labels") or {}).get(lbl.REPLICA_INDEX)
-                rt = (service["metadata"].get("labels") or {}).get(lbl.REPLICA_TYPE)
-                if rt == rtype.lower() and idx is not None and idx.isdigit() and int(idx) >= wanted:
-                    self.delete(SERVICES, sname, "SuccessfulDeleteService", f"Deleted service: {sname}")
+        """Carry out what the kind's plugin says the job needs now (``plan_pods``)."""
+        services = (
+            {s["metadata"]["name"]: s for s in self.c.job_services(self.p, self.job)} if self.p.has_services else {}
+        )
+        for action in self.p.plan_pods(self.job, self.states, services, self.c.addressing):
+            if isinstance(action, CreatePod):
+                self.create_pod(action.rtype, action.index)
+            elif isinstance(action, DeletePod):
+                self.delete_pods([action.name])
+            elif isinstance(action, CreateService):
+                service = objects.build_service(self.p, self.job, action.rtype, action.index)
+                if service is not None:
+                    name = service["metadata"]["name"]
+                    self.create(SERVICES, dict(service), "SuccessfulCreateService", f"Created service: {name}")
+            elif isinstance(action, DeleteService):
+                self.delete(SERVICES, action.name, "SuccessfulDeleteService", f"Deleted service: {action.name}")
+            else:
+                self.apply_config_map(dict(action.config_map))
 
-    def mpi_pods(self) -> None:
-        """MPI's own ReconcilePods (§4.3): ConfigMap, workers, then the launcher once."""
-        assert isinstance(self.p, mpi.MPIPlugin)
-        launcher = [s for s in self.states if s.replica_type == mpi.LAUNCHER.lower()]
-        if launcher and launcher[0].phase in (SUCCEEDED, FAILED):
-            return
-        workers = [s for s in self.states if s.replica_type == mpi.WORKER.lower()]
-        running = sorted(s.index for s in workers if s.phase == RUNNING and s.index is not None)
-        config = objects.mpi_config_map(self.p, self.job, running, self.c.addressing)
+    def apply_config_map(self, config: dict[str, Any]) -> None:
         current = self.store.get(CONFIGMAPS.key, self.job.namespace, config["metadata"]["name"])
         if current is None:
             self.create(CONFIGMAPS, config, None, "")
         elif current.get("data") != config["data"]:
             current["data"] = config["data"]
             self.store.update(CONFIGMAPS.key, current, check_rv=False)
-        wanted = self.job.replica_specs[mpi.WORKER].replicas or 0 if mpi.WORKER in self.job.replica_specs else 0
-        have = {s.index for s in workers}
-        for state in workers:
-            if state.index is not None and state.index >= wanted:
-                self.delete_pods([state.name])
-        for index in range(wanted):
-            if index not in have:
-                self.create_pod(mpi.WORKER, index)
-        if not launcher:
-            self.create_pod(mpi.LAUNCHER, 0)
 
     def create_pod(self, rtype: str, index: int) -> None:
         built = objects.build_pod(self.p, self.job, rtype, index, self.c.addressing)
-        pod = built.pod
+        pod: dict[str, Any] = dict(built.pod)
         workdir = self.job.metadata.annotation(WORKING_DIR_ANNOTATION)
         if workdir:
             annotations = pod["metadata"].setdefault("annotations", {})
@@ -268,7 +235,7 @@ class Pass:
 
     def create(self, rt: ResourceType, obj: dict[str, Any], reason: str | None, message: str) -> None:
         if rt is PODS:
-            obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
+            canonical.pod(obj)  # the API server's defaults and canonical quantities
         try:
             self.store.create(rt.key, obj)
         except AlreadyExistsError:

@@ -1,0 +1,181 @@
+"""What each client method asks of the API server, written once for both clients (``steps.py``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from airflow_provider_training.client.errors import Conflict, JobDeleted, JobNotFound, NotFound
+from airflow_provider_training.client.resources import Resource, resource_for
+from airflow_provider_training.client.selection import pod_selector, sorted_events
+from airflow_provider_training.client.state import owned_by
+from airflow_provider_training.client.steps import Steps, core, custom
+
+Timeout = tuple[float, float]
+Objects = list[dict[str, Any]]
+
+
+def _on(res: Resource, namespace: str) -> tuple[str, str, str, str]:
+    return res.group, res.version, namespace, res.plural
+
+
+def create(body: Mapping[str, Any], namespace: str | None, timeout: Timeout) -> Steps[dict[str, Any]]:
+    res = resource_for(str(body.get("kind")))
+    ns = namespace or (body.get("metadata") or {}).get("namespace") or "default"
+    created: dict[str, Any] = yield custom(
+        "create_namespaced_custom_object", *_on(res, ns), dict(body), _request_timeout=timeout
+    )
+    return created
+
+
+def get(kind: str, name: str, namespace: str, timeout: Timeout) -> Steps[dict[str, Any]]:
+    res = resource_for(kind)
+    try:
+        found: dict[str, Any] = yield custom(
+            "get_namespaced_custom_object", *_on(res, namespace), name, _request_timeout=timeout
+        )
+    except NotFound:
+        raise JobNotFound(kind, namespace, name) from None
+    return found
+
+
+def find(kind: str, name: str, namespace: str, timeout: Timeout) -> Steps[dict[str, Any] | None]:
+    try:
+        return (yield from get(kind, name, namespace, timeout))
+    except JobNotFound:
+        return None
+
+
+def list_(kind: str, namespace: str, label_selector: str | None, timeout: Timeout) -> Steps[Objects]:
+    res = resource_for(kind)
+    listed = yield custom(
+        "list_namespaced_custom_object",
+        *_on(res, namespace),
+        label_selector=label_selector or "",
+        _request_timeout=timeout,
+    )
+    return list(listed.get("items") or [])
+
+
+def patch_labels(
+    kind: str, name: str, namespace: str, labels: Mapping[str, str | None], timeout: Timeout
+) -> Steps[dict[str, Any]]:
+    res = resource_for(kind)
+    patched: dict[str, Any] = yield custom(
+        "patch_namespaced_custom_object",
+        *_on(res, namespace),
+        name,
+        {"metadata": {"labels": dict(labels)}},
+        _request_timeout=timeout,
+    )
+    return patched
+
+
+def delete(kind: str, name: str, namespace: str, propagation: str, uid: str | None, timeout: Timeout) -> Steps[bool]:
+    res = resource_for(kind)
+    body: dict[str, Any] = {"propagationPolicy": propagation}
+    if uid:
+        body["preconditions"] = {"uid": uid}
+    try:
+        yield custom("delete_namespaced_custom_object", *_on(res, namespace), name, body=body, _request_timeout=timeout)
+    except (NotFound, Conflict):  # gone, or the name now belongs to another object
+        return False
+    return True
+
+
+def current(
+    kind: str, name: str, namespace: str, uid: str | None, timeout: Timeout
+) -> Steps[tuple[dict[str, Any], str]]:
+    """The job and the resourceVersion to watch from: a LIST's, which is current even when the
+    object itself has not changed for longer than the server's watch history reaches (a GET's
+    resourceVersion would be answered with 410 again)."""
+    res = resource_for(kind)
+    listed = yield custom(
+        "list_namespaced_custom_object",
+        *_on(res, namespace),
+        field_selector=f"metadata.name={name}",
+        _request_timeout=timeout,
+    )
+    items = listed.get("items") or []
+    if not items:
+        raise JobDeleted(kind, namespace, name)
+    obj: dict[str, Any] = items[0]
+    if uid and obj["metadata"].get("uid") != uid:
+        raise JobDeleted(kind, namespace, name, "was replaced by another object of the same name")
+    obj.setdefault("kind", kind)
+    obj.setdefault("apiVersion", res.api_version)
+    version = (listed.get("metadata") or {}).get("resourceVersion") or obj["metadata"].get("resourceVersion", "")
+    return obj, str(version)
+
+
+def watch(res: Resource, name: str, namespace: str, resource_version: str, seconds: float) -> Steps[Any]:
+    """Open a watch of one object from ``resource_version`` that the server ends after ``seconds``;
+    the answer is the stream's first line (then the caller reads on)."""
+    return (
+        yield custom(
+            "list_namespaced_custom_object",
+            *_on(res, namespace),
+            field_selector=f"metadata.name={name}",
+            watch=True,
+            allow_watch_bookmarks=True,
+            resource_version=resource_version,
+            timeout_seconds=max(1, int(seconds)),
+            _request_timeout=(10.0, seconds + 30.0),
+            read="stream",
+        )
+    )
+
+
+def pods(
+    kind: str,
+    name: str,
+    namespace: str,
+    uid: str | None,
+    replica_type: str | None,
+    index: int | None,
+    timeout: Timeout,
+) -> Steps[Objects]:
+    """The job's pods (for a training job: by replica type and index), sorted by name."""
+    listed = yield core(
+        "list_namespaced_pod",
+        namespace,
+        label_selector=pod_selector(kind, name, replica_type, index),
+        _request_timeout=timeout,
+        read="json",
+    )
+    items = listed.get("items") or []
+    return sorted((p for p in items if owned_by(p, uid)), key=lambda p: str(p["metadata"]["name"]))
+
+
+def read_log(
+    pod: str, namespace: str, container: str | None, tail_lines: int | None, previous: bool, timeout: Timeout
+) -> Steps[str]:
+    kwargs: dict[str, Any] = {"previous": previous}
+    if container:
+        kwargs["container"] = container
+    if tail_lines is not None:
+        kwargs["tail_lines"] = tail_lines
+    text: str = yield core("read_namespaced_pod_log", pod, namespace, _request_timeout=timeout, read="text", **kwargs)
+    return text
+
+
+def events(kind: str, name: str, namespace: str, uid: str | None, timeout: Timeout) -> Steps[Objects]:
+    """Events of the job and of its pods, oldest first."""
+    mine = yield core(
+        "list_namespaced_event",
+        namespace,
+        field_selector=f"involvedObject.kind={kind},involvedObject.name={name}",
+        _request_timeout=timeout,
+        read="json",
+    )
+    pod_names = {p["metadata"]["name"] for p in (yield from pods(kind, name, namespace, uid, None, None, timeout))}
+    of_pods = yield core(
+        "list_namespaced_event",
+        namespace,
+        field_selector="involvedObject.kind=Pod",
+        _request_timeout=timeout,
+        read="json",
+    )
+    found = list(mine.get("items") or [])
+    found += [e for e in of_pods.get("items") or [] if e["involvedObject"].get("name") in pod_names]
+    return sorted_events(found)

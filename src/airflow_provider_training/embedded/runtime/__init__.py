@@ -1,0 +1,37 @@
+"""The controller runtime of the embedded control plane (what controller-runtime is to a cluster).
+
+- ``context.py``: :class:`ControllerContext` (store, home, stopping) and its informer.
+- ``queue.py``: :class:`WorkQueue`, de-duplicating keys, with delayed re-adds and per-key back-off.
+- ``controller.py``: a controller *declares* what it reconciles (``For``), what it owns (``Owns``, by
+  ownerReference or by label) and what else it watches (``Watches``); ``reconcile(key)`` returns an
+  optional requeue delay; :func:`run` drives it (one queue, conflicts requeued at once, errors
+  retried with back-off, bursts of events coalesced into one pass).
+- ``manager.py``: the registry of controllers and their supervision inside the daemon.
+
+It depends on ``store`` / ``paths`` only, so the controllers and the node agent can both build on it
+without importing each other.
+"""
+
+from airflow_provider_training.embedded.runtime.context import ControllerContext
+from airflow_provider_training.embedded.runtime.controller import For, Owns, Reconciler, Watches, run
+from airflow_provider_training.embedded.runtime.manager import (
+    CONTROLLERS,
+    Controller,
+    ControllerFactory,
+    run_controllers,
+)
+from airflow_provider_training.embedded.runtime.queue import WorkQueue
+
+__all__ = [
+    "CONTROLLERS",
+    "Controller",
+    "ControllerContext",
+    "ControllerFactory",
+    "For",
+    "Owns",
+    "Reconciler",
+    "Watches",
+    "WorkQueue",
+    "run",
+    "run_controllers",
+]

@@ -1,0 +1,55 @@
+"""What a controller gets from the daemon: the store, the data directory, a stop signal, informers.
+
+Controllers read and write through the same ``Store`` as the API server (so every change they make
+is a normal, watchable write with a new resourceVersion) and learn about changes through
+:meth:`ControllerContext.informer`, which yields the current objects as ADDED and then every later
+change, the way client-go informers do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+from airflow_provider_training.embedded.paths import Home
+from airflow_provider_training.embedded.store import Store, WatchEvent
+
+
+@dataclass
+class ControllerContext:
+    store: Store
+    home: Home
+    stopping: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def informer(self, resource: str) -> AsyncIterator[WatchEvent]:
+        """Current objects of ``resource`` (a store key such as ``kubeflow.org/pytorchjobs``) as ADDED,
+        then every committed change, until the daemon stops."""
+        queue: asyncio.Queue[WatchEvent] = asyncio.Queue()
+        loop = asyncio.get_running_loop()
+
+        def listener(event: WatchEvent) -> None:
+            if event.resource == resource:
+                loop.call_soon_threadsafe(queue.put_nowait, event)
+
+        unsubscribe = self.store.subscribe(listener)
+        try:
+            listed = self.store.list(resource)
+            for obj in listed.items:
+                meta = obj["metadata"]
+                yield WatchEvent(
+                    "ADDED",
+                    resource,
+                    meta.get("namespace", ""),
+                    meta["name"],
+                    int(meta["resourceVersion"]),
+                    obj,
+                )
+            last = listed.resource_version
+            while not self.stopping.is_set():
+                event = await queue.get()
+                if event.rv > last:
+                    last = event.rv
+                    yield event
+        finally:
+            unsubscribe()

@@ -1,0 +1,167 @@
+"""Declaring a controller and running it (controller-runtime's builder, handlers and reconcile loop).
+
+A controller is a :class:`Reconciler`: it names the sources of its work and reconciles one key at a
+time::
+
+    class BatchJobController:
+        name = "batch-jobs"
+        sources = (For("batch/jobs"), Owns("core/pods", kind="Job", api_version="batch/v1"))
+
+        def reconcile(self, key: Key) -> float | None:   # (or async)
+            ...                                          # seconds until the next pass, or None
+
+Keys are ``(resource, namespace, name)`` of the reconciled object. :func:`run` starts one informer
+per source, maps each event to keys (the object itself, its controlling owner, or the owner a label
+names), and works them off one queue: a key is reconciled once however many events arrived while it
+waited (a burst of pod status writes is one pass); a :class:`ConflictError` requeues it at once, any
+other error retries it with back-off; the returned delay re-adds it later (a deadline, a TTL).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from airflow_provider_training.embedded.runtime.context import ControllerContext
+from airflow_provider_training.embedded.runtime.queue import WorkQueue
+from airflow_provider_training.embedded.store import ConflictError, WatchEvent
+
+log = logging.getLogger(__name__)
+Key = tuple[str, str, str]  # (store resource, namespace, name)
+
+
+class Source(Protocol):
+    @property
+    def resource(self) -> str:
+        """The store resource whose events this source maps."""
+
+    def keys(self, event: WatchEvent) -> Iterable[Key]:
+        """The keys an event of ``resource`` asks to reconcile."""
+
+
+@dataclass(frozen=True)
+class For:
+    """The reconciled objects themselves."""
+
+    resource: str
+
+    def keys(self, event: WatchEvent) -> Iterable[Key]:
+        return [(self.resource, event.namespace, event.name)]
+
+
+@dataclass(frozen=True)
+class Owns:
+    """Objects owned by a reconciled object of ``owner`` (a store resource): by the controlling
+    ownerReference of ``kind`` (and ``api_version``), or, with ``label``, by the owner's name in it."""
+
+    resource: str
+    owner: str
+    kind: str = ""
+    api_version: str = ""
+    label: str = ""
+
+    def keys(self, event: WatchEvent) -> Iterable[Key]:
+        meta = event.object.get("metadata") or {}
+        if self.label:
+            name = (meta.get("labels") or {}).get(self.label)
+            return [(self.owner, event.namespace, name)] if name else []
+        refs = meta.get("ownerReferences")
+        return [
+            (self.owner, event.namespace, str(ref.get("name", "")))
+            # malformed references (written around the API) must not stop the feed for everyone
+            for ref in (refs if isinstance(refs, list) else [])
+            if isinstance(ref, dict)
+            and ref.get("controller")
+            and ref.get("kind") == self.kind
+            and (not self.api_version or ref.get("apiVersion") == self.api_version)
+        ]
+
+
+@dataclass(frozen=True)
+class Watches:
+    """Any other resource, mapped to keys by ``map``."""
+
+    resource: str
+    map: Callable[[WatchEvent], Iterable[Key]]
+
+    def keys(self, event: WatchEvent) -> Iterable[Key]:
+        return self.map(event)
+
+
+class Reconciler(Protocol):
+    name: str
+
+    @property
+    def sources(self) -> Sequence[Source]:
+        """Where the keys come from (``For``, ``Owns``, ``Watches``)."""
+
+    def reconcile(self, key: Key) -> float | Awaitable[float | None] | None:
+        """Make the world match the object of ``key``; the seconds until it must be looked at again."""
+
+
+Hook = Callable[[WatchEvent], None]
+
+
+async def run(
+    controller: Reconciler,
+    ctx: ControllerContext,
+    queue: WorkQueue[Key] | None = None,
+    *,
+    on_event: Hook | None = None,
+) -> None:
+    """Reconcile ``controller``'s keys until ``ctx.stopping``. ``on_event`` sees every event first
+    (for bookkeeping such as releasing what a deleted object held)."""
+    work: WorkQueue[Key] = queue if queue is not None else WorkQueue()
+    own = {s.resource for s in controller.sources if isinstance(s, For)}
+
+    async def feed(resource: str, sources: list[Source]) -> None:
+        async for event in ctx.informer(resource):
+            if on_event is not None:
+                on_event(event)
+            if event.type == "DELETED" and resource in own:
+                work.forget((resource, event.namespace, event.name))
+            for source in sources:
+                for key in source.keys(event):
+                    work.add(key)
+
+    by_resource: dict[str, list[Source]] = {}
+    for source in controller.sources:
+        by_resource.setdefault(source.resource, []).append(source)
+    feeders = [asyncio.create_task(feed(r, s), name=f"{controller.name}:{r}") for r, s in by_resource.items()]
+    try:
+        while not ctx.stopping.is_set():
+            key = await work.get()
+            await asyncio.sleep(0)  # let the informers hand over what is already committed: one pass for a burst
+            await _reconcile_one(controller, work, key)
+    finally:
+        for task in feeders:
+            task.cancel()
+
+
+_last_error: dict[tuple[str, Key], str] = {}
+
+
+async def _reconcile_one(controller: Reconciler, work: WorkQueue[Key], key: Key) -> None:
+    try:
+        outcome: Any = controller.reconcile(key)
+        if inspect.isawaitable(outcome):
+            outcome = await outcome
+    except ConflictError:
+        work.add(key)  # the object changed under the pass: read it again
+        return
+    except Exception as exc:  # one object's failure must not stop the others: logged, retried with back-off
+        delay = work.retry(key)
+        # the traceback once per new error, not once per retry (no flood from one bad object)
+        text, seen = f"{type(exc).__name__}: {exc}", (controller.name, key)
+        if _last_error.get(seen) != text:
+            _last_error[seen] = text
+            log.exception("%s: reconciling %s failed; retrying in %.2fs", controller.name, "/".join(key), delay)
+        return
+    _last_error.pop((controller.name, key), None)
+    work.forget_failures(key)
+    if outcome is not None:
+        work.add_after(key, float(outcome))

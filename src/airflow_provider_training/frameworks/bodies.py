@@ -1,0 +1,49 @@
+"""The shapes of the object bodies the controllers build (Kubernetes JSON, as TypedDicts).
+
+Only the keys the builders set are spelled out; a pod's ``spec`` stays a dict because it is the
+user's template, kept verbatim with what the operator adds.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NotRequired, TypedDict
+
+
+class OwnerReferenceBody(TypedDict):
+    apiVersion: str
+    kind: str
+    name: str
+    uid: str
+    controller: bool
+    blockOwnerDeletion: bool
+
+
+class ObjectMetaBody(TypedDict):
+    name: str
+    namespace: str
+    labels: dict[str, str]
+    ownerReferences: list[OwnerReferenceBody]
+    annotations: NotRequired[dict[str, str]]
+    generateName: NotRequired[str]
+
+
+class PodBody(TypedDict):
+    apiVersion: Literal["v1"]
+    kind: Literal["Pod"]
+    metadata: ObjectMetaBody
+    spec: dict[str, Any]
+    status: NotRequired[dict[str, Any]]
+
+
+class ServiceBody(TypedDict):
+    apiVersion: Literal["v1"]
+    kind: Literal["Service"]
+    metadata: ObjectMetaBody
+    spec: dict[str, Any]
+
+
+class ConfigMapBody(TypedDict):
+    apiVersion: Literal["v1"]
+    kind: Literal["ConfigMap"]
+    metadata: ObjectMetaBody
+    data: dict[str, str]

@@ -1,0 +1,120 @@
+"""The controller runtime over a real store (no daemon, no processes): what reaches ``reconcile``.
+
+A recording controller owns pods by ownerReference and by label; the tests write to the store as
+the API server and the node agent would and check which keys get reconciled, how often and when.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from airflow_provider_training.embedded.paths import Home
+from airflow_provider_training.embedded.runtime import ControllerContext, For, Owns, WorkQueue, run
+from airflow_provider_training.embedded.runtime.controller import Key
+from airflow_provider_training.embedded.store import ConflictError, Store
+
+JOBS, PODS = "batch/jobs", "core/pods"
+
+
+def pod(name: str, owner: str, *, label: bool = False, phase: str = "Pending") -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": "ns"}
+    if label:
+        meta["labels"] = {"owner-name": owner}
+    else:
+        meta["ownerReferences"] = [
+            {"apiVersion": "batch/v1", "kind": "Job", "name": owner, "uid": "x", "controller": True}
+        ]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "status": {"phase": phase}}
+
+
+class Recorder:
+    name = "recorder"
+    sources = (
+        For(JOBS),
+        Owns(PODS, owner=JOBS, kind="Job", api_version="batch/v1"),
+        Owns(PODS, owner=JOBS, label="owner-name"),
+    )
+
+    def __init__(self, answer: Callable[[Key, int], float | None] = lambda key, n: None) -> None:
+        self.passes: list[Key] = []
+        self.answer = answer
+
+    def reconcile(self, key: Key) -> float | None:
+        self.passes.append(key)
+        return self.answer(key, self.passes.count(key))
+
+
+async def running(store: Store, tmp_path: Path, controller: Recorder, body: Callable[[], Any]) -> None:
+    ctx = ControllerContext(store, Home(tmp_path))
+    task = asyncio.create_task(run(controller, ctx, WorkQueue(base_delay=0.01)))
+    try:
+        await asyncio.sleep(0.05)
+        await body()
+    finally:
+        ctx.stopping.set()
+        task.cancel()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    return Store(tmp_path / "store.db")
+
+
+def test_a_burst_of_pod_writes_is_one_pass_for_their_owner(store: Store, tmp_path: Path) -> None:
+    controller = Recorder()
+    store.create(JOBS, {"kind": "Job", "metadata": {"name": "a", "namespace": "ns"}})
+
+    async def burst() -> None:
+        for i in range(20):
+            store.create(PODS, pod(f"a-{i}", "a"))
+        await asyncio.sleep(0.1)
+
+    asyncio.run(running(store, tmp_path, controller, burst))
+    # one pass at start-up (the job was listed), one for the burst
+    assert controller.passes == [(JOBS, "ns", "a")] * 2
+
+
+def test_owned_objects_map_to_their_owner_by_reference_or_label(store: Store, tmp_path: Path) -> None:
+    controller = Recorder()
+
+    async def writes() -> None:
+        store.create(PODS, pod("p1", "by-ref"))
+        await asyncio.sleep(0.05)
+        store.create(PODS, pod("p2", "by-label", label=True))
+        await asyncio.sleep(0.05)
+        store.create(PODS, {"metadata": {"name": "orphan", "namespace": "ns"}})
+        await asyncio.sleep(0.05)
+
+    asyncio.run(running(store, tmp_path, controller, writes))
+    assert controller.passes == [(JOBS, "ns", "by-ref"), (JOBS, "ns", "by-label")]
+
+
+def test_conflicts_requeue_at_once_errors_back_off_and_a_returned_delay_comes_back(
+    store: Store, tmp_path: Path
+) -> None:
+    def answer(key: Key, n: int) -> float | None:
+        if key[2] == "conflict" and n == 1:
+            raise ConflictError("changed under the pass")
+        if key[2] == "broken" and n <= 3:
+            raise RuntimeError("boom")
+        if key[2] == "later" and n == 1:
+            return 0.1
+        return None
+
+    controller = Recorder(answer)
+    for name in ("conflict", "broken", "later"):
+        store.create(JOBS, {"kind": "Job", "metadata": {"name": name, "namespace": "ns"}})
+
+    async def wait() -> None:
+        await asyncio.sleep(0.5)
+
+    asyncio.run(running(store, tmp_path, controller, wait))
+    names = [key[2] for key in controller.passes]
+    assert names.count("conflict") == 2
+    assert names.count("broken") == 4  # three failures (0.01, 0.02, 0.04 s back-off), then success
+    assert names.count("later") == 2
