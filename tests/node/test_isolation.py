@@ -25,6 +25,7 @@ from airflow_provider_training.embedded.node.agent import NodeAgent
 from airflow_provider_training.embedded.paths import Home
 from airflow_provider_training.embedded.resources import BY_KEY, PODS
 from airflow_provider_training.embedded.store import Store
+from airflow_provider_training.embedded.tls import ensure_certificates
 
 CONFIGMAPS, SECRETS, EVENTS = BY_KEY["core/configmaps"], BY_KEY["core/secrets"], BY_KEY["core/events"]
 
@@ -35,6 +36,7 @@ class Node:
     def __init__(self, root: Path) -> None:
         self.home = Home(root)
         self.home.ensure()
+        ensure_certificates(self.home)  # what the daemon makes first: pods get an in-cluster config from it
         self.store = Store(self.home.store)
         self.store.create(BY_KEY["core/namespaces"].key, {"metadata": {"name": "default"}})
         self.ctx = ControllerContext(store=self.store, home=self.home)

@@ -34,7 +34,18 @@ MODELS = {
 }
 # resource.Quantity fields are strings in the client's models, but the API server also takes numbers.
 QUANTITY_FIELDS = frozenset(
-    {"limits", "requests", "capacity", "allocatable", "hard", "used", "overhead", "sizeLimit", "allocatedResources"}
+    {
+        "limits",
+        "requests",
+        "capacity",
+        "allocatable",
+        "hard",
+        "used",
+        "overhead",
+        "sizeLimit",
+        "allocatedResources",
+        "divisor",
+    }
 )
 _LIST = re.compile(r"list\[(.+)\]")
 _DICT = re.compile(r"dict[(\[]str, (.+)[)\]]")
