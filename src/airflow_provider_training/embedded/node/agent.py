@@ -296,13 +296,13 @@ class NodeAgent:
         groups: dict[str, list[dict[str, Any]]] = {}
         now = time.monotonic()
         for uid, (namespace, name) in list(self.waiting.items()):
+            if self.retry.get(uid, (0.0, 0.0))[0] > now:
+                continue  # failed to start a moment ago: its back-off has not passed (a deletion is an event)
             pod = self.store.get(PODS.key, namespace, name)
             if pod is None or pod["metadata"].get("uid") != uid:
                 self.waiting.pop(uid)
                 self.retry.pop(uid, None)
                 continue
-            if self.retry.get(uid, (0.0, 0.0))[0] > now:
-                continue  # failed to start a moment ago: its back-off has not passed
             refs = pod["metadata"].get("ownerReferences")
             owner = (
                 next(
