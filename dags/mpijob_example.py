@@ -10,16 +10,24 @@ from __future__ import annotations
 from airflow.sdk import DAG
 
 from airflow_provider_training.operators import MPIJobOperator
+from airflow_provider_training.operators.naming import MACROS
 
 IMAGE = "ccr.ccs.tencentyun.com/ml-models/digits-mpi:latest"
 
-with DAG(dag_id="mpijob_example", schedule=None, catchup=False, tags=["example", "mpijob"], doc_md=__doc__):
+with DAG(
+    dag_id="mpijob_example",
+    schedule=None,
+    catchup=False,
+    tags=["example", "mpijob"],
+    doc_md=__doc__,
+    user_defined_macros=MACROS,
+):
     MPIJobOperator(
         task_id="train",
         job={
             "apiVersion": "kubeflow.org/v1",
             "kind": "MPIJob",
-            "metadata": {"name": "mpi-digits-{{ ts_nodash | lower }}"},
+            "metadata": {"name": "{{ run_name('mpi-digits') }}"},
             "spec": {
                 "slotsPerWorker": 1,
                 "mpiReplicaSpecs": {

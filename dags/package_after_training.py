@@ -18,10 +18,11 @@ from airflow.sdk import DAG
 
 from airflow_provider_training.operators import PyTorchJobOperator
 from airflow_provider_training.operators.modelkit import ModelKitPackAndPushOperator
+from airflow_provider_training.operators.naming import MACROS
 from airflow_provider_training.sensors import TrainingJobSensor
 
 CLAIM = "model-output-pvc"
-RUN_DIR = "after-{{ ts_nodash }}"
+RUN_DIR = "{{ run_tag('after') }}"
 
 
 def replica() -> dict:
@@ -51,13 +52,14 @@ with DAG(
     catchup=False,
     tags=["example", "kitops", "packaging"],
     doc_md=__doc__,
+    user_defined_macros=MACROS,
 ) as dag:
     submit = PyTorchJobOperator(
         task_id="submit",
         job={
             "apiVersion": "kubeflow.org/v1",
             "kind": "PyTorchJob",
-            "metadata": {"name": "pytorch-mnist-ddp-{{ ts_nodash | lower }}"},
+            "metadata": {"name": "{{ run_name('pytorch-mnist-ddp') }}"},
             "spec": {"pytorchReplicaSpecs": {"Master": replica(), "Worker": replica()}},
         },
         wait_for_completion=False,
@@ -73,7 +75,7 @@ with DAG(
     package = ModelKitPackAndPushOperator(
         task_id="package",
         source=f"pvc://{CLAIM}/{RUN_DIR}",
-        reference="{{ conn.modelkit_registry_default.host }}/ml-models/mnist-model:{{ ds_nodash }}",
+        reference="{{ conn.modelkit_registry_default.host }}/ml-models/mnist-model:{{ run_tag() }}",
         registry_conn_id="modelkit_registry_default",
     )
     submit >> wait_for_training >> package

@@ -8,7 +8,7 @@ unset; its ``output`` volume is not defined; ``kit login -p`` exposes the passwo
 - credentials come from the ``kitops-credentials`` Secret (``KIT_USER`` / ``KIT_PASSWORD`` /
   ``KIT_UNPACK_FLAGS``) that ``registry_secret`` writes from the ``modelkit_registry_default``
   connection, and reach ``kit login`` on stdin;
-- the reference is templated by Airflow (``{{ ds_nodash }}``) instead of ``$(date)`` in the pod,
+- the reference is templated by Airflow (``{{ run_tag() }}``, unique per run) instead of ``$(date)`` in the pod,
   so the DAG knows what was pushed and can deploy it.
 
 ``airflow-training kit`` is this provider's implementation of ``kit`` (the same commands and
@@ -20,17 +20,18 @@ from __future__ import annotations
 from airflow.sdk import DAG, task
 
 from airflow_provider_training.operators import PyTorchJobOperator
+from airflow_provider_training.operators.naming import MACROS
 
 REGISTRY_CONN = "modelkit_registry_default"
-REFERENCE = "{{ conn.modelkit_registry_default.host }}/ml-models/trained-model:{{ ds_nodash }}"
+REFERENCE = "{{ conn.modelkit_registry_default.host }}/ml-models/trained-model:{{ run_tag() }}"
 SCRIPT = f"""
 set -e
-python code/train.py --epochs=3 --output=/output/in-job-{{{{ ts_nodash }}}}
+python code/train.py --epochs=3 --output=/output/{{{{ run_tag('in-job') }}}}
 if [ "$RANK" = "0" ]; then
   if [ -n "$KIT_USER" ]; then
     printf '%s' "$KIT_PASSWORD" | airflow-training kit login "$TCR_REGISTRY" -u "$KIT_USER" --password-stdin $KIT_UNPACK_FLAGS
   fi
-  airflow-training kit pack /output/in-job-{{{{ ts_nodash }}}} -t "{REFERENCE}"
+  airflow-training kit pack /output/{{{{ run_tag('in-job') }}}} -t "{REFERENCE}"
   airflow-training kit push "{REFERENCE}" $KIT_UNPACK_FLAGS
 fi
 """
@@ -64,6 +65,7 @@ with DAG(
     catchup=False,
     tags=["example", "kitops", "packaging"],
     doc_md=__doc__,
+    user_defined_macros=MACROS,
 ) as dag:
 
     @task
@@ -81,7 +83,7 @@ with DAG(
         job={
             "apiVersion": "kubeflow.org/v1",
             "kind": "PyTorchJob",
-            "metadata": {"name": "train-and-package-{{ ts_nodash | lower }}"},
+            "metadata": {"name": "{{ run_name('train-and-package') }}"},
             "spec": {"pytorchReplicaSpecs": {"Master": replica(), "Worker": replica()}},
         },
     )

@@ -5,7 +5,7 @@ Runs on a cron schedule (03:00 UTC daily) **or** when the ``digits-training-data
 (a data-ingestion DAG declares it as an outlet; ``airflow assets materialize`` works too).
 
 1. ``train`` — the same PyTorchJob as ``train_package_deploy``.
-2. ``package`` — pushes the candidate as ``<registry>/<repository>:candidate-<timestamp>``.
+2. ``package`` — pushes the candidate as ``<registry>/<repository>:candidate-<run tag>`` (the run's time and a hash of its id).
 3. ``compare`` — reads ``metrics.json`` of the candidate **and of the ModelKit the InferenceService
    serves now** (the one its ``storageUri`` names) from the registry, logs both numbers and the
    decision, and skips the deploy unless the candidate is better by at least
@@ -25,11 +25,12 @@ from airflow.timetables.trigger import CronTriggerTimetable
 from airflow_provider_training.operators import PyTorchJobOperator
 from airflow_provider_training.operators.deploy import InferenceServiceOperator
 from airflow_provider_training.operators.modelkit import ModelKitPackAndPushOperator
+from airflow_provider_training.operators.naming import MACROS, require_param
 
 REGISTRY_CONN = "modelkit_registry_default"
 OUTPUT_CLAIM = "digits-output"
 SERVICE = "digits"
-RUN_DIR = "retrain-{{ ts_nodash }}"
+RUN_DIR = "{{ run_tag('retrain') }}"
 TRAINING_DATA = Asset(name="digits-training-data", uri="file:///data/digits/train.csv")
 
 REPLICA = {
@@ -66,6 +67,7 @@ with DAG(
     max_active_runs=1,
     tags=["example", "retraining", "kserve"],
     doc_md=__doc__,
+    user_defined_macros=MACROS,
     params={
         "epochs": Param(10, type="integer", minimum=1, maximum=200),
         "learning_rate": Param(0.01, type="number", exclusiveMinimum=0, maximum=1),
@@ -80,7 +82,7 @@ with DAG(
         job={
             "apiVersion": "kubeflow.org/v1",
             "kind": "PyTorchJob",
-            "metadata": {"name": "retrain-{{ ts_nodash | lower }}"},
+            "metadata": {"name": "{{ run_name('retrain') }}"},
             "spec": {"pytorchReplicaSpecs": {"Master": REPLICA, "Worker": REPLICA}},
         },
         namespace="{{ params.namespace }}",
@@ -89,7 +91,7 @@ with DAG(
     package = ModelKitPackAndPushOperator(
         task_id="package",
         source=f"pvc://{OUTPUT_CLAIM}/{RUN_DIR}",
-        reference="{{ conn." + REGISTRY_CONN + ".host }}/{{ params.repository }}:candidate-{{ ts_nodash }}",
+        reference="{{ conn." + REGISTRY_CONN + ".host }}/{{ params.repository }}:{{ run_tag('candidate') }}",
         registry_conn_id=REGISTRY_CONN,
         namespace="{{ params.namespace }}",
     )
@@ -101,8 +103,9 @@ with DAG(
         from airflow_provider_training.kitops.files import read_file
         from airflow_provider_training.operators.deploy import deployed_storage_uri
 
-        assert params is not None
-        metric, margin = params["metric"], float(params["min_improvement"])
+        metric = require_param(params, "metric", "scheduled_retraining", "accuracy")
+        margin = float(require_param(params, "min_improvement", "scheduled_retraining", 0.0))
+        namespace = require_param(params, "namespace", "scheduled_retraining", "default")
         hook = ModelKitRegistryHook(REGISTRY_CONN)
 
         def score(reference: str) -> float:
@@ -111,7 +114,7 @@ with DAG(
             return float(metrics[metric])
 
         new = score(f"{candidate}@{digest}")
-        served = deployed_storage_uri(SERVICE, params["namespace"])
+        served = deployed_storage_uri(SERVICE, namespace)
         if served is None:
             print(f"decision: deploy — nothing is deployed yet; candidate {metric}={new:.4f}")
             return True

@@ -10,6 +10,7 @@ from __future__ import annotations
 from airflow.sdk import DAG
 
 from airflow_provider_training.operators import TFJobOperator
+from airflow_provider_training.operators.naming import MACROS
 
 
 def replica(count: int) -> dict:
@@ -23,7 +24,7 @@ def replica(count: int) -> dict:
                         "name": "tensorflow",
                         "image": "ccr.ccs.tencentyun.com/ml-models/digits-train:latest",
                         "command": ["python", "code/tf_config_train.py"],
-                        "args": ["--epochs=3", "--output=/output/tfjob-{{ ts_nodash }}"],
+                        "args": ["--epochs=3", "--output=/output/{{ run_tag('tfjob') }}"],
                         "volumeMounts": [{"name": "output", "mountPath": "/output"}],
                     }
                 ],
@@ -33,13 +34,20 @@ def replica(count: int) -> dict:
     }
 
 
-with DAG(dag_id="tfjob_example", schedule=None, catchup=False, tags=["example", "tfjob"], doc_md=__doc__):
+with DAG(
+    dag_id="tfjob_example",
+    schedule=None,
+    catchup=False,
+    tags=["example", "tfjob"],
+    doc_md=__doc__,
+    user_defined_macros=MACROS,
+):
     TFJobOperator(
         task_id="train",
         job={
             "apiVersion": "kubeflow.org/v1",
             "kind": "TFJob",
-            "metadata": {"name": "tf-digits-{{ ts_nodash | lower }}"},
+            "metadata": {"name": "{{ run_name('tf-digits') }}"},
             "spec": {"tfReplicaSpecs": {"Chief": replica(1), "Worker": replica(1)}},
         },
     )

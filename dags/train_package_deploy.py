@@ -6,8 +6,8 @@ What it does, task by task:
    scikit-learn's handwritten digits. Rank 0 writes ``model.pt`` (TorchScript), ``metrics.json`` and
    a ``Kitfile`` to the ``digits-output`` volume, in a folder named after the run.
 2. ``package`` — packs that folder as a KitOps ModelKit and pushes it to the registry of the
-   ``modelkit_registry_default`` connection as ``<registry>/ml-models/digits-classifier:<date>``
-   (XCom: ``reference``, ``digest``).
+   ``modelkit_registry_default`` connection as ``<registry>/ml-models/digits-classifier:<run tag>``
+   (``run_tag()``: the run's time and a hash of its id, unique per run; XCom: ``reference``, ``digest``).
 3. ``deploy`` — a KServe InferenceService ``digits`` serving ``kit://<reference>@<digest>`` (the
    digest pins exactly what was pushed); waits until the new model serves (XCom: ``url``).
 4. ``smoke_test`` — sends 100 digits to ``<url>/v2/models/digits/infer`` (Open Inference Protocol)
@@ -18,7 +18,9 @@ this machine — every replica and the predictor are local processes; with
 ``[training] kubernetes_conn_id`` set, on that cluster (Training Operator + KServe with the KitOps
 storage container; see docs/cluster.md). Nothing in this file changes.
 
-Try it: ``airflow dags test train_package_deploy`` (or ``bash tools/run.sh`` on a fresh machine).
+Try it: ``airflow dags trigger train_package_deploy --conf '{"epochs": 3}'`` on a deployment, ``airflow dags
+test train_package_deploy``, or ``bash tools/run.sh`` on a fresh machine. ``gpus_per_replica`` > 0 gives
+each replica that many ``nvidia.com/gpu`` (CUDA + NCCL instead of CPU + gloo).
 """
 
 from __future__ import annotations
@@ -31,12 +33,13 @@ from airflow.sdk import DAG, Param, task
 from airflow_provider_training.operators import PyTorchJobOperator
 from airflow_provider_training.operators.deploy import InferenceServiceOperator
 from airflow_provider_training.operators.modelkit import ModelKitPackAndPushOperator
+from airflow_provider_training.operators.naming import MACROS
 
 REGISTRY_CONN = "modelkit_registry_default"
 OUTPUT_CLAIM = "digits-output"
 
 
-def replica(epochs: str, batch_size: str, learning_rate: str) -> dict:
+def replica(epochs: str, batch_size: str, learning_rate: str, gpus: str) -> dict:
     """One replica's pod template: the same for Master and Worker; the operator tells each its RANK."""
     return {
         "replicas": 1,
@@ -55,8 +58,11 @@ def replica(epochs: str, batch_size: str, learning_rate: str) -> dict:
                             f"--epochs={epochs}",
                             f"--batch-size={batch_size}",
                             f"--lr={learning_rate}",
-                            "--output=/output/{{ run_id | replace(':', '-') | replace('+', '-') }}",
+                            "--output=/output/{{ run_tag() }}",
                         ],
+                        # 0 (the default) on a laptop; on a GPU node the replica sees that many GPUs
+                        # (CUDA_VISIBLE_DEVICES) and train.py switches to CUDA + NCCL.
+                        "resources": {"limits": {"nvidia.com/gpu": gpus}},
                         "volumeMounts": [{"name": "output", "mountPath": "/output"}],
                     }
                 ],
@@ -66,14 +72,16 @@ def replica(epochs: str, batch_size: str, learning_rate: str) -> dict:
     }
 
 
+ARGS = ("{{ params.epochs }}", "{{ params.batch_size }}", "{{ params.learning_rate }}", "{{ params.gpus_per_replica }}")
+
 PYTORCHJOB = {
     "apiVersion": "kubeflow.org/v1",
     "kind": "PyTorchJob",
-    "metadata": {"name": "digits-{{ ts_nodash | lower }}"},
+    "metadata": {"name": "{{ run_name('digits') }}"},
     "spec": {
         "pytorchReplicaSpecs": {
-            "Master": replica("{{ params.epochs }}", "{{ params.batch_size }}", "{{ params.learning_rate }}"),
-            "Worker": replica("{{ params.epochs }}", "{{ params.batch_size }}", "{{ params.learning_rate }}"),
+            "Master": replica(*ARGS),
+            "Worker": replica(*ARGS),
         },
         "runPolicy": {"cleanPodPolicy": "None"},
     },
@@ -86,6 +94,7 @@ with DAG(
     catchup=False,
     tags=["example", "pytorch", "kitops", "kserve"],
     doc_md=__doc__,
+    user_defined_macros=MACROS,
     params={
         "epochs": Param(10, type="integer", minimum=1, maximum=200, description="Passes over the training set."),
         "batch_size": Param(64, type="integer", minimum=1, maximum=1024),
@@ -97,14 +106,17 @@ with DAG(
             description="<namespace>/<repository> in the registry (TCR allows exactly two segments).",
         ),
         "namespace": Param("default", type="string", description="Kubernetes namespace of the job and the service."),
+        "gpus_per_replica": Param(
+            0, type="integer", minimum=0, maximum=8, description="nvidia.com/gpu limit of each replica (0: CPU, gloo)."
+        ),
     },
 ) as dag:
     train = PyTorchJobOperator(task_id="train", job=PYTORCHJOB, namespace="{{ params.namespace }}")
 
     package = ModelKitPackAndPushOperator(
         task_id="package",
-        source=f"pvc://{OUTPUT_CLAIM}/" + "{{ run_id | replace(':', '-') | replace('+', '-') }}",
-        reference="{{ conn." + REGISTRY_CONN + ".host }}/{{ params.repository }}:{{ ds_nodash }}",
+        source=f"pvc://{OUTPUT_CLAIM}/" + "{{ run_tag() }}",
+        reference="{{ conn." + REGISTRY_CONN + ".host }}/{{ params.repository }}:{{ run_tag() }}",
         registry_conn_id=REGISTRY_CONN,
         namespace="{{ params.namespace }}",
     )

@@ -7,7 +7,8 @@ values are out of range *before* anything starts (the form shows the error; ``ai
 - ``kind`` — ``PyTorchJob`` (DDP through MASTER_ADDR/RANK) or ``TFJob`` (the same training driven
   by ``TF_CONFIG``, as a TensorFlow job would be);
 - ``workers`` (0-4, besides the Master / chief), ``epochs``, ``learning_rate``, ``batch_size``;
-- ``repository`` and ``tag`` of the ModelKit (tag empty = the run's timestamp);
+- ``repository`` and ``tag`` of the ModelKit (tag empty = the run's time and a hash of its id);
+- ``gpus_per_replica`` — the ``nvidia.com/gpu`` limit of each replica (0: CPU);
 - ``deploy`` — also roll the model out to the ``digits`` InferenceService.
 
 Tasks: ``job_spec`` builds the job document from the form (numbers stay numbers), a branch runs
@@ -16,25 +17,32 @@ Tasks: ``job_spec`` builds the job document from the form (numbers stay numbers)
 
 from __future__ import annotations
 
+from typing import Any
+
 from airflow.sdk import DAG, Param, task
 from airflow.sdk.exceptions import AirflowSkipException
 
 from airflow_provider_training.operators import PyTorchJobOperator, TFJobOperator
 from airflow_provider_training.operators.deploy import InferenceServiceOperator
 from airflow_provider_training.operators.modelkit import ModelKitPackAndPushOperator
+from airflow_provider_training.operators.naming import MACROS, names_for, require_param
 
 REGISTRY_CONN = "modelkit_registry_default"
 OUTPUT_CLAIM = "digits-output"
-RUN_DIR = "ui-{{ ts_nodash }}"
+RUN_DIR = "{{ run_tag('ui') }}"  # the folder job_spec writes to (names_for(context, "ui")["tag"])
+DAG_ID = "ui_triggered_training"
+# what job_spec needs from the form, with an example value for the error message of a missing one
+EXAMPLES = {"workers": 1, "epochs": 5, "learning_rate": 0.01, "batch_size": 64, "gpus_per_replica": 0}
 TAG_PATTERN = r"^([A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?$"
 
 with DAG(
-    dag_id="ui_triggered_training",
+    dag_id=DAG_ID,
     description="Train with the kind, size and hyper-parameters chosen in the trigger form.",
     schedule=None,
     catchup=False,
     tags=["example", "ui", "params"],
     doc_md=__doc__,
+    user_defined_macros=MACROS,
     params={
         "kind": Param("PyTorchJob", type="string", enum=["PyTorchJob", "TFJob"], title="Job kind"),
         "workers": Param(1, type="integer", minimum=0, maximum=4, title="Workers (besides Master/chief)"),
@@ -47,28 +55,35 @@ with DAG(
             pattern=r"^[a-z0-9]+([._-][a-z0-9]+)*/[a-z0-9]+([._-][a-z0-9]+)*$",
             title="ModelKit repository (<namespace>/<name>)",
         ),
-        "tag": Param("", type=["null", "string"], pattern=TAG_PATTERN, title="Tag (empty = run timestamp)"),
+        "tag": Param("", type=["null", "string"], pattern=TAG_PATTERN, title="Tag (empty = the run's time and hash)"),
         "deploy": Param(False, type="boolean", title="Deploy to the digits InferenceService"),
         "namespace": Param("default", type="string", title="Kubernetes namespace"),
+        "gpus_per_replica": Param(0, type="integer", minimum=0, maximum=8, title="GPUs per replica (nvidia.com/gpu)"),
     },
 ) as dag:
 
     @task
-    def job_spec(params: dict | None = None, ts_nodash: str | None = None) -> dict:
-        """The training job of the form's values, for either kind."""
-        assert params is not None and ts_nodash is not None
-        script = "code/train.py" if params["kind"] == "PyTorchJob" else "code/tf_config_train.py"
+    def job_spec(**context: Any) -> dict:
+        """The training job of the form's values, for either kind, named after the run (runs
+        triggered without a logical date included)."""
+        params = context.get("params")
+        kind = require_param(params, "kind", DAG_ID, "PyTorchJob")
+        value = {name: require_param(params, name, DAG_ID, example) for name, example in EXAMPLES.items()}
+        names = names_for(context, "ui")
+        script = "code/train.py" if kind == "PyTorchJob" else "code/tf_config_train.py"
         container = {
-            "name": "pytorch" if params["kind"] == "PyTorchJob" else "tensorflow",
+            "name": "pytorch" if kind == "PyTorchJob" else "tensorflow",
             "image": "ccr.ccs.tencentyun.com/ml-models/digits-train:latest",
             "command": ["python", script],
             "args": [
-                f"--epochs={params['epochs']}",
-                f"--lr={params['learning_rate']}",
-                f"--batch-size={params['batch_size']}",
-                f"--output=/output/ui-{ts_nodash}",
+                f"--epochs={value['epochs']}",
+                f"--lr={value['learning_rate']}",
+                f"--batch-size={value['batch_size']}",
+                f"--output=/output/{names['tag']}",
             ],
             "volumeMounts": [{"name": "output", "mountPath": "/output"}],
+            # as the seed's YAML: a GPU limit per replica; 0 = CPU (train.py then uses gloo)
+            "resources": {"limits": {"nvidia.com/gpu": int(value["gpus_per_replica"])}},
         }
 
         def replicas(n: int) -> dict:
@@ -83,16 +98,16 @@ with DAG(
                 },
             }
 
-        name = f"ui-{ts_nodash.lower()}"
-        if params["kind"] == "PyTorchJob":
-            specs = {"Master": replicas(1)} | ({"Worker": replicas(params["workers"])} if params["workers"] else {})
+        name, workers = names["name"], int(value["workers"])
+        if kind == "PyTorchJob":
+            specs = {"Master": replicas(1)} | ({"Worker": replicas(workers)} if workers else {})
             return {
                 "apiVersion": "kubeflow.org/v1",
                 "kind": "PyTorchJob",
                 "metadata": {"name": name},
                 "spec": {"pytorchReplicaSpecs": specs},
             }
-        specs = {"Chief": replicas(1)} | ({"Worker": replicas(params["workers"])} if params["workers"] else {})
+        specs = {"Chief": replicas(1)} | ({"Worker": replicas(workers)} if workers else {})
         return {
             "apiVersion": "kubeflow.org/v1",
             "kind": "TFJob",
@@ -102,8 +117,8 @@ with DAG(
 
     @task.branch
     def choose_kind(params: dict | None = None) -> str:
-        assert params is not None
-        return "train_pytorchjob" if params["kind"] == "PyTorchJob" else "train_tfjob"
+        kind = require_param(params, "kind", DAG_ID, "PyTorchJob")
+        return "train_pytorchjob" if kind == "PyTorchJob" else "train_tfjob"
 
     spec = job_spec()
     pytorch = PyTorchJobOperator(task_id="train_pytorchjob", job=spec, namespace="{{ params.namespace }}")
@@ -113,15 +128,14 @@ with DAG(
         task_id="package",
         trigger_rule="none_failed_min_one_success",
         source=f"pvc://{OUTPUT_CLAIM}/{RUN_DIR}",
-        reference="{{ conn." + REGISTRY_CONN + ".host }}/{{ params.repository }}:{{ params.tag or ts_nodash }}",
+        reference="{{ conn." + REGISTRY_CONN + ".host }}/{{ params.repository }}:{{ params.tag or run_tag() }}",
         registry_conn_id=REGISTRY_CONN,
         namespace="{{ params.namespace }}",
     )
 
     @task
     def deploy_requested(params: dict | None = None) -> None:
-        assert params is not None
-        if not params["deploy"]:
+        if not (params or {}).get("deploy"):
             raise AirflowSkipException("deploy was not asked for in the trigger form")
 
     deploy = InferenceServiceOperator(

@@ -11,8 +11,9 @@ from airflow.sdk import DAG
 
 from airflow_provider_training.operators import XGBoostJobOperator
 from airflow_provider_training.operators.modelkit import ModelKitPackAndPushOperator
+from airflow_provider_training.operators.naming import MACROS
 
-RUN_DIR = "xgboost-{{ ts_nodash }}"
+RUN_DIR = "{{ run_tag('xgboost') }}"
 
 
 def replica() -> dict:
@@ -36,20 +37,27 @@ def replica() -> dict:
     }
 
 
-with DAG(dag_id="xgboostjob_example", schedule=None, catchup=False, tags=["example", "xgboostjob"], doc_md=__doc__):
+with DAG(
+    dag_id="xgboostjob_example",
+    schedule=None,
+    catchup=False,
+    tags=["example", "xgboostjob"],
+    doc_md=__doc__,
+    user_defined_macros=MACROS,
+):
     train = XGBoostJobOperator(
         task_id="train",
         job={
             "apiVersion": "kubeflow.org/v1",
             "kind": "XGBoostJob",
-            "metadata": {"name": "xgb-digits-{{ ts_nodash | lower }}"},
+            "metadata": {"name": "{{ run_name('xgb-digits') }}"},
             "spec": {"xgbReplicaSpecs": {"Master": replica(), "Worker": replica()}},
         },
     )
     package = ModelKitPackAndPushOperator(
         task_id="package",
         source=f"pvc://digits-output/{RUN_DIR}",
-        reference="{{ conn.modelkit_registry_default.host }}/ml-models/digits-xgboost:{{ ds_nodash }}",
+        reference="{{ conn.modelkit_registry_default.host }}/ml-models/digits-xgboost:{{ run_tag() }}",
         registry_conn_id="modelkit_registry_default",
     )
     train >> package

@@ -1,11 +1,14 @@
-"""Where the tests find the project's shared reference data (``../shared`` beside the checkout)."""
+"""Where the tests find their reference data: ``tests/data/`` inside the checkout (see its README).
+
+Nothing outside the repository is read, so a plain ``git clone`` runs every test.
+"""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("AIRFLOW_TRAINING_SHARED", ROOT.parent / "shared"))
-SEED = SHARED / "examples" / "seed"
-KITOPS_TESTDATA = Path(os.environ.get("KITOPS_TESTDATA", SHARED / "testdata" / "kitops"))
+DATA = ROOT / "tests" / "data"
+SEED = DATA / "seed"
+KITOPS_TESTDATA = DATA / "kitops"
+DAGS = ROOT / "dags"

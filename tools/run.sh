@@ -49,17 +49,19 @@ EOF
 fi
 export AIRFLOW_CONN_MODELKIT_REGISTRY_DEFAULT="{\"conn_type\": \"modelkit_registry\", \"host\": \"127.0.0.1:$REGISTRY_PORT\", \"extra\": {\"plain_http\": true}}"
 
-airflow db migrate >/dev/null
-airflow-training embedded start >/dev/null
+echo "run: preparing the Airflow metadata DB ($AIRFLOW_HOME)"
+airflow db migrate >"$STATE/db-migrate.log" 2>&1 || { tail -40 "$STATE/db-migrate.log" >&2; exit 1; }
+echo "run: starting the embedded control plane ($AIRFLOW_TRAINING_HOME)"
+airflow-training embedded start >"$STATE/embedded-start.log" 2>&1 || { cat "$STATE/embedded-start.log" >&2; exit 1; }
 
-echo "== airflow dags test train_package_deploy (epochs=${EPOCHS:-5})"
+echo "run: airflow dags test train_package_deploy (epochs=${EPOCHS:-5}; log: $STATE/dags-test.log)"
 airflow dags test train_package_deploy -c "{\"epochs\": ${EPOCHS:-5}}" >"$STATE/dags-test.log" 2>&1 || {
     tail -60 "$STATE/dags-test.log"
     echo "the DAG run failed; full log: $STATE/dags-test.log" >&2
     exit 1
 }
 
-python - <<'EOF'
+python - 2>"$STATE/result.log" <<'EOF' || { tail -40 "$STATE/result.log" >&2; exit 1; }
 import json, os, subprocess
 
 
@@ -93,4 +95,4 @@ smoke = x[("smoke_test", "return_value")]
 print(f"prediction: the first test digit (a {smoke['first_label']}) was classified as {smoke['first_prediction']}; "
       f"accuracy on 100 digits {smoke['accuracy']:.2f}")
 EOF
-echo "the model keeps serving; stop everything with: airflow-training embedded stop --all --home $STATE/training; kill \$(cat $STATE/registry.pid)"
+echo "run: done. The model keeps serving; stop everything with: airflow-training embedded stop --all --home $STATE/training; kill \$(cat $STATE/registry.pid)"

@@ -1,6 +1,7 @@
-"""Copy the upstream CRDs from shared/crds into the package as compact gzipped JSON.
+"""Copy the upstream CRDs (``kubeflow.org_*.yaml``) into the package as compact gzipped JSON.
 
-Run from the repository root: ``python tools/vendor_crds.py ../shared/crds``. The package reads
+Run from the repository root: ``python tools/vendor_crds.py DIR`` where DIR holds the CRD YAML of the
+Training Operator release (``manifests/base/crds/`` of kubeflow/trainer v1.9.4; MXJob from v1.8.1). The package reads
 them for schema validation and the embedded API server serves them read-only.
 """
 
@@ -28,4 +29,6 @@ def main(source: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "../shared/crds")
+    if len(sys.argv) != 2:
+        sys.exit("usage: python tools/vendor_crds.py DIR  (DIR: the kubeflow.org_*.yaml CRDs of the release)")
+    main(sys.argv[1])

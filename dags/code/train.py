@@ -1,4 +1,6 @@
-"""Train a small digit classifier with PyTorch DDP on CPU (gloo) — the example job of this project.
+"""Train a small digit classifier with PyTorch DDP — the example job of this project: on CUDA with NCCL
+when the replica was given a GPU (``CUDA_VISIBLE_DEVICES`` non-empty, e.g. from an ``nvidia.com/gpu``
+limit), else on CPU with gloo.
 
 Runs as one replica of a PyTorchJob: under ``torchrun`` (reads RANK, WORLD_SIZE, MASTER_ADDR,
 MASTER_PORT, LOCAL_RANK from the environment torchrun sets up from the operator's PET_* variables),
@@ -74,18 +76,36 @@ class DigitsNet(nn.Module):
         return self.layers(x)
 
 
+def pick_device() -> torch.device:
+    """CUDA when this replica was given a GPU, else CPU. An empty ``CUDA_VISIBLE_DEVICES`` means "no
+    GPU for this replica" (the node hides the others), so CUDA is not even initialised then."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and visible.strip() in ("", "-1"):
+        return torch.device("cpu")
+    if torch.cuda.is_available():
+        # one process per replica: its first visible GPU (LOCAL_RANK under torchrun with several)
+        return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count())
+    return torch.device("cpu")
+
+
 def main() -> None:
     args = parse_args()
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)
+    device = pick_device()
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     distributed = world_size > 1
+    backend = "nccl" if device.type == "cuda" else "gloo"
     if distributed:
-        dist.init_process_group("gloo", timeout=timedelta(seconds=120))
+        dist.init_process_group(backend, timeout=timedelta(seconds=120))
     rank = dist.get_rank() if distributed else 0
     world_size = dist.get_world_size() if distributed else 1
+    where = f"{device} ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else "cpu"
     print(
-        f"rank {rank}/{world_size}: starting, epochs={args.epochs} batch_size={args.batch_size} lr={args.lr}",
+        f"rank {rank}/{world_size}: starting on {where}, backend={backend if distributed else 'none'}, "
+        f"epochs={args.epochs} batch_size={args.batch_size} lr={args.lr}",
         flush=True,
     )
 
@@ -96,8 +116,12 @@ def main() -> None:
         else None
     )
     loader = DataLoader(train_set, batch_size=args.batch_size, sampler=sampler, shuffle=sampler is None)
-    net = DigitsNet()
-    model: nn.Module = DistributedDataParallel(net) if distributed else net
+    net = DigitsNet().to(device)
+    model: nn.Module = (
+        DistributedDataParallel(net, device_ids=[device.index] if device.type == "cuda" else None)
+        if distributed
+        else net
+    )
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
     loss_fn = nn.CrossEntropyLoss()
 
@@ -108,29 +132,36 @@ def main() -> None:
             sampler.set_epoch(epoch)
         total, count = 0.0, 0
         for features, labels in loader:
+            features, labels = features.to(device), labels.to(device)
             optimizer.zero_grad()
             loss = loss_fn(model(features), labels)
             loss.backward()
             optimizer.step()
             total += loss.item() * len(labels)
             count += len(labels)
-        summed = torch.tensor([total, float(count)])
+        summed = torch.tensor([total, float(count)], device=device)
         if distributed:
             dist.all_reduce(summed)
         epoch_loss = (summed[0] / summed[1]).item()
         history.append(epoch_loss)
         print(f"rank {rank}: epoch {epoch + 1}/{args.epochs} loss {epoch_loss:.4f}", flush=True)
+        if rank == 0:  # the cockpit's metrics convention (docs/ui.md): one METRIC line per epoch
+            with torch.no_grad():
+                epoch_accuracy = (net(test_set.tensors[0]).argmax(dim=1) == test_set.tensors[1]).float().mean().item()
+            print(
+                "METRIC " + json.dumps({"step": epoch + 1, "loss": epoch_loss, "accuracy": epoch_accuracy}), flush=True
+            )
 
     net.eval()
     with torch.no_grad():
         features, labels = test_set.tensors
-        accuracy = (net(features).argmax(dim=1) == labels).float().mean().item()
+        accuracy = (net(features.to(device)).argmax(dim=1) == labels.to(device)).float().mean().item()
     print(f"rank {rank}: test accuracy {accuracy:.4f}", flush=True)
 
     if rank == 0:
         out = Path(args.output)
         out.mkdir(parents=True, exist_ok=True)
-        scripted = torch.jit.script(_Scaled(net))
+        scripted = torch.jit.script(_Scaled(net.cpu()))  # served on CPU
         scripted.save(str(out / "model.pt"))
         metrics = {
             "accuracy": accuracy,
@@ -138,6 +169,8 @@ def main() -> None:
             "loss_history": history,
             "epochs": args.epochs,
             "world_size": world_size,
+            "device": str(device),
+            "backend": backend if distributed else None,
             "train_seconds": round(time.time() - started, 3),
         }
         (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -35,6 +35,9 @@ from airflow_provider_training.specs.loader import (
     read_documents,
 )
 from airflow_provider_training.specs.pod import Container
+
+if TYPE_CHECKING:
+    from airflow_provider_training.frameworks.trainer.checks import Catalog
 
 __all__ = ["AdmissionResult", "ValidationReport", "admit", "validate", "validate_job"]
 
@@ -82,7 +85,42 @@ def validate(source: Source | Iterable[Source], *, strict: bool = False) -> list
         documents = read_documents(source)
     except JobSpecError as exc:
         return [ValidationReport(exc.source, errors=exc.issues)]
-    return [_validate_document(doc, strict) for doc in documents]
+    if not any(_is_trainer_document(doc) for doc in documents):
+        return [_validate_document(doc, strict) for doc in documents]
+    # Imported here: Trainer v2 checks load their CRDs and rules, which v1-only input never needs.
+    from airflow_provider_training.frameworks.trainer.checks import Catalog
+
+    catalog = Catalog.from_documents(doc.data for doc in documents)
+    return [
+        _validate_trainer_document(doc, strict, catalog)
+        if _is_trainer_document(doc)
+        else _validate_document(doc, strict)
+        for doc in documents
+    ]
+
+
+TRAINER_KINDS = ("TrainJob", "TrainingRuntime", "ClusterTrainingRuntime", "JobSet")
+
+
+def _is_trainer_document(doc: Document) -> bool:
+    return str(doc.data.get("kind")) in TRAINER_KINDS
+
+
+def _validate_trainer_document(doc: Document, strict: bool, catalog: Catalog) -> ValidationReport:
+    """TrainJob, (Cluster)TrainingRuntime and JobSet: see :mod:`airflow_provider_training.frameworks.trainer.checks`."""
+    from airflow_provider_training.frameworks.trainer import checks as trainer_checks
+
+    meta = doc.data.get("metadata") if isinstance(doc.data.get("metadata"), dict) else {}
+    assert isinstance(meta, dict)
+    report = ValidationReport(
+        doc.source,
+        kind=str(doc.data.get("kind")),
+        name=meta.get("name") if isinstance(meta.get("name"), str) else None,
+        namespace=meta.get("namespace") if isinstance(meta.get("namespace"), str) else None,
+    )
+    findings = trainer_checks.check(doc.data, catalog, strict=strict)
+    report.errors, report.warnings = findings.errors, findings.warnings
+    return report
 
 
 def validate_job(job: TrainingJob, *, strict: bool = False) -> ValidationReport:

@@ -1,6 +1,6 @@
 """The seed's PyTorch DDP example, applied with the real kubectl and only its GPU limit removed,
 trains ``dags/code/train.py`` on 4 replicas (gloo on CPU); the seed's monitoring commands
-(``shared/examples/seed/COMMANDS.md``) run against it while it runs.
+(``tests/data/seed/COMMANDS.md``) run against it while it runs.
 
 ``train.py`` is found through the image mapping (``images.yaml``: the seed's image runs in
 ``dags/code``), so the YAML keeps its relative ``train.py``. A daemon of its own is used because
@@ -10,7 +10,6 @@ that mapping is a daemon setting.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -23,9 +22,10 @@ import yaml
 
 from airflow_provider_training.embedded import ControlPlane, start, stop
 from tests.fixtures.control_plane import FAST_SETTINGS
+from tests.paths import SEED as SEED_DIR
 
 REPO = Path(__file__).resolve().parents[2]
-SEED = Path(os.environ.get("TRAINING_SEED_DIR", "/work/shared/examples/seed")) / "pytorch-mnist-ddp.yaml"
+SEED = SEED_DIR / "pytorch-mnist-ddp.yaml"
 KUBECTL = Path(sys.executable).with_name("kubectl")
 
 pytest.importorskip("torch")

@@ -18,10 +18,8 @@ from kubernetes import client
 from airflow_provider_training.embedded import ControlPlane, Home
 from airflow_provider_training.embedded.podlogs import LogWriter, log_path
 from tests.factories import JOB_LABEL, condition, pod, pytorchjob
+from tests.paths import SEED
 
-SEED = Path("/work/shared/examples/seed")
-if not SEED.is_dir():
-    SEED = Path(__file__).resolve().parents[2] / "shared" / "examples" / "seed"
 KUBECTL = shutil.which("kubectl", path=str(Path(sys.executable).parent)) or shutil.which("kubectl")
 STRICT_REFUSED = {"pytorch-mnist-ddp.yaml", "tfjob-ps.yaml"}  # spec.cleanPodPolicy is not a v1 field there
 

@@ -17,6 +17,7 @@ GROUPS: dict[str, str] = {
     "validate": "validate",
     "embedded": "embedded",
     "kit": "kit",
+    "migrate": "migrate",
 }
 
 

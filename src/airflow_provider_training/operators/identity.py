@@ -112,5 +112,5 @@ def on_existing(existing: Mapping[str, Any] | None, labels: Mapping[str, str], p
     return Decision(
         "fail",
         f"{what} exists and belongs to another task or was created outside Airflow; template the name "
-        "(e.g. name='train-{{ ds_nodash }}') or pass if_job_exists='rename' or 'replace'",
+        "(e.g. name=\"{{ run_name('train') }}\" with naming.MACROS) or pass if_job_exists='rename' or 'replace'",
     )

@@ -33,6 +33,7 @@ from airflow_provider_training.client.state import main_container
 from airflow_provider_training.hooks.training import DEFAULT, TrainingHook
 from airflow_provider_training.links.training import TrainingJobLink
 from airflow_provider_training.operators import identity, spec
+from airflow_provider_training.operators.lineage import TrainingLineageMixin
 from airflow_provider_training.operators.replicas import failure_report, replica_filter
 from airflow_provider_training.specs import JobSpecError
 from airflow_provider_training.specs.actions import OnFinishAction, OnKillAction
@@ -56,13 +57,13 @@ def _seconds(value: float | timedelta | None) -> float | None:
     return value.total_seconds() if isinstance(value, timedelta) else (float(value) if value is not None else None)
 
 
-class TrainingJobOperator(BaseOperator):
+class TrainingJobOperator(TrainingLineageMixin, BaseOperator):  # lineage: operators/lineage.py
     """Submit a Kubeflow training job and wait until it has ``Succeeded`` or ``Failed``.
 
     :param job: the job: a dict, a YAML string, a path to a ``.yaml`` / ``.yml`` / ``.json`` file
         (read as a Jinja template, relative to the DAG folder or ``template_searchpath``), or a
         pydantic job object (``airflow_provider_training.specs.PyTorchJob`` …). Templated: strings
-        inside it may use ``{{ params.epochs }}``, ``{{ ds_nodash }}``…; values that render as strings
+        inside it may use ``{{ params.epochs }}``, ``{{ run_name('train') }}`` (:mod:`.naming`)…; values that render as strings
         where the schema wants an integer or boolean (``replicas: "{{ params.replicas }}"``) are
         converted. Validated before submitting; lint warnings go to the task log.
     :param name: job name (templated); overrides ``metadata.name``. Without any name the job is
@@ -240,15 +241,18 @@ class TrainingJobOperator(BaseOperator):
 
     def submit_or_reattach(self, context: Any, client: TrainingJobClient, body: dict[str, Any]) -> dict[str, Any]:
         kind, meta = body["kind"], body["metadata"]
-        existing = self._stored(context, client, kind) or self._labelled(client, body)
+        existing, found_by = self._stored(context, client, kind), "the task state store"
+        if existing is None:
+            existing, found_by = self._labelled(client, body), "its identity labels"
         if existing is not None:
             self.log.info(
-                "Reattaching to %s %s/%s (uid %s), still %s",
+                "Reattaching to %s %s/%s (uid %s), still %s (found through %s)",
                 kind,
                 existing["metadata"]["namespace"],
                 existing["metadata"]["name"],
                 existing["metadata"]["uid"],
                 job_state(existing).phase,
+                found_by,
             )
             return existing
         base, try_number = meta["name"], int(context["ti"].try_number)
@@ -284,6 +288,7 @@ class TrainingJobOperator(BaseOperator):
             ("job_uid", meta["uid"]),
             ("job_kind", job["kind"]),
             ("job_api_url", hook.api_url),
+            ("job_conn_id", hook.kubernetes_conn_id or ""),  # for the UI plugin: the same connection
         ):
             ti.xcom_push(key=key, value=value)
         store = context.get("task_state_store")

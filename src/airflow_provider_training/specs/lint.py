@@ -1,6 +1,6 @@
 """Warnings about likely mistakes that a cluster accepts (level ``lint``), from the spec alone.
 
-The mistakes come from what users paste (``shared/examples/seed/COMMANDS.md``). Checks that need
+The mistakes come from what users paste (the seed examples' ``COMMANDS.md``, kept in ``tests/data/seed/``). Checks that need
 the environment the operator injects live in :mod:`airflow_provider_training.validation`.
 """
 

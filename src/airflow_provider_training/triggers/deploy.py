@@ -13,13 +13,17 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from airflow_provider_training.client.aio import AsyncTrainingJobClient
-from airflow_provider_training.client.errors import JobDeleted, WaitTimeout
-from airflow_provider_training.client.inferenceservice import KIND, rollout_state
+from airflow_provider_training.triggers import lazy
+
+if TYPE_CHECKING:
+    from airflow_provider_training.client.aio import AsyncTrainingJobClient
+
+# The clients are imported in a thread when the trigger runs (see triggers.lazy), never at import.
+CLIENTS = ("airflow_provider_training.client", "airflow_provider_training.client.inferenceservice")
 
 KILL_ACTIONS = ("keep", "rollback", "delete")
 
@@ -34,6 +38,12 @@ def embedded_home() -> str | None:
 async def async_api_client(kubernetes_conn_id: str | None) -> AsyncIterator[Any]:
     """A ``kubernetes_asyncio`` ApiClient for the connection, or for the embedded control plane
     (started on demand) when there is none."""
+    await lazy.load(
+        "kubernetes_asyncio.config",
+        "airflow.providers.cncf.kubernetes.hooks.kubernetes"
+        if kubernetes_conn_id
+        else "airflow_provider_training.embedded",
+    )
     if kubernetes_conn_id:
         from airflow.providers.cncf.kubernetes.hooks.kubernetes import AsyncKubernetesHook
 
@@ -56,6 +66,8 @@ async def undo(
     client: AsyncTrainingJobClient, name: str, namespace: str, uid: str, action: str, previous: dict[str, Any] | None
 ) -> str:
     """Apply a cleanup action; returns what was done, for the task log."""
+    from airflow_provider_training.client.inferenceservice import KIND
+
     if action == "keep":
         return f"kept InferenceService {namespace}/{name} as it is"
     if action == "delete" or previous is None:
@@ -115,6 +127,8 @@ class InferenceServiceTrigger(BaseTrigger):
         )
 
     def _event(self, status: str, obj: dict[str, Any] | None = None, **extra: Any) -> TriggerEvent:
+        from airflow_provider_training.client.inferenceservice import rollout_state
+
         state = rollout_state(obj or {}, self.generation)
         payload = {
             "status": status,
@@ -130,6 +144,10 @@ class InferenceServiceTrigger(BaseTrigger):
         return TriggerEvent(payload)
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
+        await lazy.load(*CLIENTS)
+        from airflow_provider_training.client import AsyncTrainingJobClient, JobDeleted, WaitTimeout
+        from airflow_provider_training.client.inferenceservice import KIND, rollout_state
+
         remaining = None if self.timeout is None else max(0.0, self.timeout - (time.time() - self.started))
         async with async_api_client(self.kubernetes_conn_id) as api:
             client = AsyncTrainingJobClient(api, poll_interval=self.poll_interval)
@@ -153,6 +171,9 @@ class InferenceServiceTrigger(BaseTrigger):
     async def on_kill(self) -> None:
         if self.on_kill_action == "keep":
             return
+        await lazy.load(*CLIENTS)
+        from airflow_provider_training.client import AsyncTrainingJobClient
+
         async with async_api_client(self.kubernetes_conn_id) as api:
             client = AsyncTrainingJobClient(api)
             self.log.info(await undo(client, self.name, self.namespace, self.uid, self.on_kill_action, self.previous))

@@ -5,6 +5,10 @@ the worker's environment reaches the same cluster. The watch survives API discon
 (:class:`AsyncTrainingJobClient`). ``deadline`` is wall-clock, so a trigger that moves to another
 triggerer keeps the job-level timeout of the first deferral.
 
+The module imports nothing heavy: the triggerer imports it on its event loop, so the clients
+(``kubernetes_asyncio``, the hooks) are imported inside :meth:`run` in a worker thread
+(:func:`lazy.load`) and a new triggerer's loop is never blocked by them.
+
 Events (exactly one): ``{"status": "finished" | "timeout" | "deleted" | "error", "kind", "name",
 "namespace", "uid", "job": <summary>, "message"}``.
 """
@@ -13,12 +17,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from airflow_provider_training.client import JobDeleted, WaitTimeout, summary
-from airflow_provider_training.hooks.training import AsyncTrainingHook
+from airflow_provider_training.triggers import lazy
+
+if TYPE_CHECKING:
+    from airflow_provider_training.hooks.training import AsyncTrainingHook
 
 
 class TrainingJobTrigger(BaseTrigger):
@@ -67,9 +73,13 @@ class TrainingJobTrigger(BaseTrigger):
         )
 
     def hook(self) -> AsyncTrainingHook:
+        from airflow_provider_training.hooks.training import AsyncTrainingHook
+
         return AsyncTrainingHook(kubernetes_conn_id=self.kubernetes_conn_id, connection_extras=self.connection_extras)
 
     def _event(self, status: str, message: str = "", job: dict[str, Any] | None = None) -> TriggerEvent:
+        from airflow_provider_training.client import summary
+
         self._fired = True
         return TriggerEvent(
             {
@@ -84,6 +94,9 @@ class TrainingJobTrigger(BaseTrigger):
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
+        await lazy.load()
+        from airflow_provider_training.client import JobDeleted, WaitTimeout
+
         timeout = None if self.deadline is None else max(0.0, self.deadline - time.time())
         try:
             async with self.hook().get_client(
@@ -106,6 +119,7 @@ class TrainingJobTrigger(BaseTrigger):
         Airflow 3.3 calls this only for user actions, never for a triggerer restart."""
         if self._fired or self.on_kill_action != "delete":
             return
+        await lazy.load()
         async with self.hook().get_client() as jobs:
             deleted = await jobs.delete(self.kind, self.name, self.namespace, uid=self.uid)
         self.log.info(

@@ -1,0 +1,74 @@
+"""``airflow-training migrate``: print the Kubeflow Trainer v2 equivalent of Training Operator v1 jobs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "migrate",
+        help="print the Trainer v2 TrainJob (and the runtime it needs) for a v1 training job",
+        description=(
+            "Read PyTorchJob/TFJob/MPIJob/XGBoostJob/PaddleJob/MXJob/JAXJob documents and print, for each, the "
+            "equivalent Kubeflow Trainer v2.3.0 TrainJob, preceded by a generated TrainingRuntime when the default "
+            "ClusterTrainingRuntimes cannot carry the pod template. Comments on top say, field by field, what was "
+            "mapped, what changed meaning and what cannot be carried over. Nothing is applied. Exit status 1 if "
+            "a document is not a valid v1 training job."
+        ),
+    )
+    parser.add_argument(
+        "-f",
+        "--filename",
+        dest="files",
+        action="append",
+        required=True,
+        metavar="FILE",
+        help="a YAML file (several documents allowed); repeat for more files, '-' for stdin",
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from airflow_provider_training.frameworks.trainer.migrate import migrate
+    from airflow_provider_training.specs.kinds import KINDS
+    from airflow_provider_training.specs.loader import JobSpecError, check_schema, identify, read_documents
+
+    failed = 0
+    outputs: list[str] = []
+    for name in args.files:
+        try:
+            documents = read_documents(
+                sys.stdin.read() if name == "-" else Path(name), name="<stdin>" if name == "-" else None
+            )
+        except JobSpecError as exc:
+            print(str(exc), file=sys.stderr)
+            failed += 1
+            continue
+        for doc in documents:
+            if doc.data.get("kind") not in KINDS:
+                print(f"{doc.source}: {doc.data.get('kind')} is not a v1 training job; skipped", file=sys.stderr)
+                continue
+            issues = identify(doc) or check_schema(doc).errors
+            if issues:
+                print(str(JobSpecError(doc.source, issues)), file=sys.stderr)
+                failed += 1
+                continue
+            migration = migrate(doc.data)
+            outputs.append(f"# source: {doc.source}\n" + _checked(migration.render(), migration.documents()))
+    sys.stdout.write("---\n".join(outputs))
+    return 1 if failed else 0
+
+
+def _checked(rendered: str, documents: list[dict[str, Any]]) -> str:
+    """The migration with what ``airflow-training validate`` says about it, as comments on top."""
+    from airflow_provider_training.validation import validate
+
+    lines = []
+    for report in validate(documents):
+        lines += [f"# validate: {report.kind} {report.name}: error: {issue}" for issue in report.errors]
+        lines += [f"# validate: {report.kind} {report.name}: warning: {issue}" for issue in report.warnings]
+    return "\n".join(lines) + "\n" + rendered if lines else rendered

@@ -1,0 +1,233 @@
+"""What the API server checks beyond :mod:`airflow_provider_training.specs.schema` for these CRDs.
+
+The Trainer and JobSet CRDs use value constraints (``enum``, ``maxLength``, ``maxItems``,
+``minimum``, ``minProperties`` …), CRD defaults the controller depends on (``runtimeRef.kind``,
+``managedBy``, the MPI policy) and CEL rules (``x-kubernetes-validations``: name format and length,
+immutable fields, one mlPolicy …). The rules are evaluated with ``cel-python`` exactly as written
+in the vendored CRDs, so their messages are the CRD's own; transition rules (``oldSelf``) run only
+on updates, where the old value can be correlated, as the API server does.
+"""
+
+from __future__ import annotations
+
+import copy
+from functools import cache
+from typing import Any
+
+from airflow_provider_training.specs.issues import Issue, index, join
+
+# --- defaults ----------------------------------------------------------------------------------------
+
+
+def with_defaults(value: Any, schema: dict[str, Any]) -> Any:
+    """A copy of ``value`` with the schema's ``default``s filled in where a field is absent.
+
+    Defaults apply inside objects that exist (the API server never creates a parent to default a
+    child), and are themselves defaulted.
+    """
+    return _default(copy.deepcopy(value), schema)
+
+
+def _default(value: Any, schema: dict[str, Any]) -> Any:
+    if isinstance(value, dict):
+        properties: dict[str, Any] = schema.get("properties", {})
+        for key, sub in properties.items():
+            if key not in value and "default" in sub:
+                value[key] = _default(copy.deepcopy(sub["default"]), sub)
+            elif key in value and value[key] is not None:
+                value[key] = _default(value[key], sub)
+        additional = schema.get("additionalProperties")
+        if isinstance(additional, dict):
+            for key in value:
+                if key not in properties and value[key] is not None:
+                    value[key] = _default(value[key], additional)
+    elif isinstance(value, list):
+        items = schema.get("items")
+        if isinstance(items, dict):
+            return [_default(item, items) for item in value]
+    return value
+
+
+# --- value constraints -------------------------------------------------------------------------------
+
+
+def _issue(path: str, message: str, rule: str = "schema") -> Issue:
+    return Issue(path, message, "cluster", rule)
+
+
+def _shown(value: Any) -> str:
+    return f'"{value}"' if isinstance(value, str) else str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def constraints(value: Any, schema: dict[str, Any], path: str = "") -> list[Issue]:
+    """``enum``, length, item-count, range and property-count limits, with the API server's wording."""
+    issues: list[Issue] = []
+    _constrain(value, schema, path, issues)
+    return issues
+
+
+def _constrain(value: Any, schema: dict[str, Any], path: str, issues: list[Issue]) -> None:
+    if value is None:
+        return
+    enum = schema.get("enum")
+    if enum is not None and value not in enum:
+        shown = ", ".join(_shown(v) for v in enum)
+        issues.append(_issue(path, f"Unsupported value: {_shown(value)}: supported values: {shown}"))
+    if isinstance(value, str) and not schema.get("x-kubernetes-int-or-string"):
+        if "maxLength" in schema and len(value) > schema["maxLength"]:
+            issues.append(_issue(path, f"Too long: may not be more than {schema['maxLength']} bytes"))
+        if "minLength" in schema and len(value) < schema["minLength"]:
+            issues.append(
+                _issue(path, f'Invalid value: "{value}": should be at least {schema["minLength"]} chars long')
+            )
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if "minimum" in schema and value < schema["minimum"]:
+            issues.append(
+                _issue(path, f"Invalid value: {value}: should be greater than or equal to {schema['minimum']}")
+            )
+        if "maximum" in schema and value > schema["maximum"]:
+            issues.append(_issue(path, f"Invalid value: {value}: should be less than or equal to {schema['maximum']}"))
+    if isinstance(value, list):
+        if "maxItems" in schema and len(value) > schema["maxItems"]:
+            issues.append(_issue(path, f"Too many: {len(value)}: must have at most {schema['maxItems']} items"))
+        if "minItems" in schema and len(value) < schema["minItems"]:
+            issues.append(_issue(path, f"Invalid value: {len(value)}: should have at least {schema['minItems']} items"))
+        items = schema.get("items")
+        if isinstance(items, dict):
+            for i, item in enumerate(value):
+                _constrain(item, items, index(path, i), issues)
+    if isinstance(value, dict):
+        if "minProperties" in schema and len(value) < schema["minProperties"]:
+            issues.append(
+                _issue(path, f"Invalid value: {len(value)}: should have at least {schema['minProperties']} properties")
+            )
+        if "maxProperties" in schema and len(value) > schema["maxProperties"]:
+            issues.append(
+                _issue(path, f"Too many: {len(value)}: must have at most {schema['maxProperties']} properties")
+            )
+        properties: dict[str, Any] = schema.get("properties", {})
+        additional = schema.get("additionalProperties")
+        for key, item in value.items():
+            if key in properties:
+                _constrain(item, properties[key], join(path, key), issues)
+            elif isinstance(additional, dict):
+                _constrain(item, additional, index(path, key), issues)
+
+
+# --- CEL rules ---------------------------------------------------------------------------------------
+
+_MISSING = object()
+
+
+def cel_rules(value: Any, schema: dict[str, Any], old: Any = _MISSING, path: str = "") -> list[Issue]:
+    """Evaluate every ``x-kubernetes-validations`` rule that applies to ``value``.
+
+    ``old`` is the stored object on an update (omit it on create); rules that mention ``oldSelf``
+    run only where an old value exists at the same place.
+    """
+    issues: list[Issue] = []
+    _cel(value, schema, None if old is _MISSING else old, old is not _MISSING, path, issues)
+    return issues
+
+
+def _cel(value: Any, schema: dict[str, Any], old: Any, has_old: bool, path: str, issues: list[Issue]) -> None:
+    if value is None or not _has_rules(id(schema), schema):
+        return
+    for rule in schema.get("x-kubernetes-validations", []):
+        text = rule.get("rule", "")
+        transition = "oldSelf" in text
+        if transition and (not has_old or old is None):
+            continue
+        if _evaluate(text, value, old if transition else None) is False:
+            message = rule.get("message") or f"failed rule: {text}"
+            issues.append(
+                _issue(
+                    join(path, rule["fieldPath"].lstrip(".")) if rule.get("fieldPath") else path,
+                    f'Invalid value: "{_cel_type(value)}": {message}',
+                    "cel",
+                )
+            )
+    if isinstance(value, dict):
+        properties: dict[str, Any] = schema.get("properties", {})
+        additional = schema.get("additionalProperties")
+        for key, item in value.items():
+            sub = properties.get(key) if key in properties else additional if isinstance(additional, dict) else None
+            if sub is None:
+                continue
+            old_item = old.get(key) if has_old and isinstance(old, dict) else None
+            child = join(path, key) if key in properties else index(path, key)
+            _cel(item, sub, old_item, has_old and old_item is not None, child, issues)
+    elif isinstance(value, list):
+        items = schema.get("items")
+        if not isinstance(items, dict):
+            return
+        keys = schema.get("x-kubernetes-list-map-keys") if schema.get("x-kubernetes-list-type") == "map" else None
+        for i, item in enumerate(value):
+            old_item = _correlate(item, old, keys) if has_old and keys else None
+            _cel(item, items, old_item, old_item is not None, index(path, i), issues)
+
+
+def _correlate(item: Any, old: Any, keys: list[str]) -> Any:
+    if not isinstance(item, dict) or not isinstance(old, list):
+        return None
+    for candidate in old:
+        if isinstance(candidate, dict) and all(candidate.get(k) == item.get(k) for k in keys):
+            return candidate
+    return None
+
+
+def _cel_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+_RULE_CACHE: dict[int, bool] = {}
+
+
+def _has_rules(key: int, schema: dict[str, Any]) -> bool:
+    """Whether this schema node or anything below it carries CEL rules (memoised per node)."""
+    known = _RULE_CACHE.get(key)
+    if known is not None:
+        return known
+    found = bool(schema.get("x-kubernetes-validations"))
+    if not found:
+        children = list(schema.get("properties", {}).values())
+        for extra in ("items", "additionalProperties"):
+            if isinstance(schema.get(extra), dict):
+                children.append(schema[extra])
+        found = any(_has_rules(id(child), child) for child in children)
+    _RULE_CACHE[key] = found
+    return found
+
+
+@cache
+def _program(rule: str) -> Any:
+    import celpy  # imported lazily: building the CEL grammar takes a noticeable fraction of a second
+
+    env = celpy.Environment()
+    return env.program(env.compile(rule))
+
+
+def _evaluate(rule: str, value: Any, old: Any) -> bool | None:
+    """True / False, or None when the rule cannot be evaluated (a field it reads is absent)."""
+    import celpy
+
+    activation = {"self": celpy.json_to_cel(value)}
+    if old is not None:
+        activation["oldSelf"] = celpy.json_to_cel(old)
+    try:
+        result = _program(rule).evaluate(activation)
+    except Exception:  # CELEvalError and friends: the rule does not apply to this shape
+        return None
+    if isinstance(result, celpy.CELEvalError):
+        return None
+    return bool(result)
