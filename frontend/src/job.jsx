@@ -313,6 +313,9 @@ export function TrainingJobView(props) {
           source.close();
           setLive(false);
           loadMetrics();
+          getJSON(withQuery(apiUrl(`${base}/job`), query))
+            .then((last) => !closed && setSnapshot(last))
+            .catch(() => undefined);
         });
         source.addEventListener("failure", (message) => {
           setError(JSON.parse(message.data).detail);
