@@ -11,6 +11,8 @@ APT_PACKAGES=(
     openmpi-bin
     chromium
 )
+# the seed's troubleshooting commands, run through kubectl exec: nc -zv <master-pod-ip> <port>, ping
+APT_PACKAGES+=(netcat-openbsd iputils-ping)
 # CPU wheel only: an unpinned torch pulls a multi-GB CUDA build.
 TORCH="torch==2.13.0"
 
@@ -52,4 +54,14 @@ if [ ! -f "$stamp" ]; then
     rm -f .venv/.installed-*
     touch "$stamp"
     echo "setup: ready (.venv)"
+fi
+
+# The newest official Python client (pydantic models, strict types) in a venv of its own: the
+# conformance tests check that everything the embedded API server returns deserialises in it
+# (Airflow's constraints pin the main venv's client lower). tests/fixtures/client37.py makes it too.
+CLIENT37_SPEC="kubernetes>=37,<38"
+if ! .venv-client37/bin/python -c "import kubernetes, sys; sys.exit(int(kubernetes.__version__.split('.')[0]) != 37)" 2>/dev/null; then
+    step "creating .venv-client37 ($CLIENT37_SPEC)" "$PYTHON" -m venv .venv-client37
+    step "installing $CLIENT37_SPEC into .venv-client37" \
+        .venv-client37/bin/python -m pip install -q --disable-pip-version-check "$CLIENT37_SPEC"
 fi

@@ -28,7 +28,7 @@ import yaml
 from fastapi import FastAPI
 
 from airflow_provider_training.embedded import kubeconfig
-from airflow_provider_training.embedded.apiserver import create_app
+from airflow_provider_training.embedded.apiserver import create_app, operatorpod
 from airflow_provider_training.embedded.apiserver.context import ServerContext, Settings
 from airflow_provider_training.embedded.apiserver.crud import ensure_initial_namespaces
 from airflow_provider_training.embedded.controllers import ControllerContext, run_controllers
@@ -106,6 +106,7 @@ def serve(home: Home, port: int | None = None) -> int:
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         await ensure_initial_namespaces(ctx, INITIAL_NAMESPACES)
+        operatorpod.ensure(store)  # what `kubectl get pods -n kubeflow` shows for the controllers
         controllers = ControllerContext(store=store, home=home)
         tasks = run_controllers(controllers)
         endpoint = {

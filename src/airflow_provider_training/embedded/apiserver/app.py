@@ -10,8 +10,11 @@ from typing import Any
 from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
+from starlette.websockets import WebSocket
 
-from airflow_provider_training.embedded.apiserver import crud, discovery, errors
+from airflow_provider_training.embedded.apiserver import crud, discovery, errors, podtokens
+from airflow_provider_training.embedded.apiserver import exec as exec_
+from airflow_provider_training.embedded.apiserver.apply import server_side_apply
 from airflow_provider_training.embedded.apiserver.context import ServerContext
 from airflow_provider_training.embedded.apiserver.http import (
     error_response,
@@ -20,6 +23,7 @@ from airflow_provider_training.embedded.apiserver.http import (
     parse_target,
 )
 from airflow_provider_training.embedded.apiserver.logs import logs
+from airflow_provider_training.embedded.apiserver.patch import APPLY_PATCH
 from airflow_provider_training.embedded.apiserver.watch import watch
 from airflow_provider_training.embedded.resources import GROUP_VERSIONS
 
@@ -86,6 +90,8 @@ async def _resource(request: Request, ctx: ServerContext, path: str) -> Response
             if rt.read_only
             else "the server does not allow this method on the requested resource"
         )
+    if verb == "patch" and request.headers.get("content-type", "").startswith(APPLY_PATCH):
+        return await server_side_apply(request, ctx, target)
     handler = {
         "watch": watch,
         "list": crud.list_,
@@ -109,16 +115,28 @@ def create_app(ctx: ServerContext) -> FastAPI:
     async def health() -> PlainTextResponse:
         return PlainTextResponse("ok")
 
+    @app.websocket("/api/v1/namespaces/{namespace}/pods/{name}/exec")
+    async def pod_exec(websocket: WebSocket, namespace: str, name: str) -> None:
+        try:
+            if not _authorized(websocket, ctx.token):  # type: ignore[arg-type]
+                podtokens.check(ctx, websocket.headers.get("authorization", ""))
+        except errors.ApiError as exc:
+            await exec_.deny(websocket, error_response(exc))
+            return
+        await exec_.serve(websocket, ctx, namespace, name)
+
     @app.api_route("/{path:path}", methods=METHODS)
     async def dispatch(request: Request, path: str) -> Response:
         try:
             if not _authorized(request, ctx.token):
-                raise errors.unauthorized()
+                podtokens.check(ctx, request.headers.get("authorization", ""))  # a pod's own token, or 401
             if request.method == "GET":
                 if (body := _discovery(request, path)) is not None:
                     return json_response(body)
                 if path.startswith("openapi/"):
                     return _openapi(path) or error_response(errors.path_not_found())
+            if (refusal := exec_.plain_http(ctx, path, request.query_params)) is not None:
+                raise refusal
             return await _resource(request, ctx, path)
         except errors.ApiError as exc:
             return error_response(exc)

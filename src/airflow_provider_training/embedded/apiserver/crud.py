@@ -18,9 +18,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from airflow_provider_training.embedded import volumes
-from airflow_provider_training.embedded.apiserver import batchjobs, errors
+from airflow_provider_training.embedded.apiserver import batchjobs, errors, managed
 from airflow_provider_training.embedded.apiserver.admission import admit_training_job, field_validation_mode
 from airflow_provider_training.embedded.apiserver.context import ServerContext
+from airflow_provider_training.embedded.apiserver.defaulting import canonical_form
 from airflow_provider_training.embedded.apiserver.http import (
     Target,
     json_response,
@@ -151,13 +152,13 @@ def _prepare_new(ctx: ServerContext, rt: ResourceType, obj: dict[str, Any]) -> N
     if rt.has_status:
         obj.pop("status", None)
     if rt is PODS:
-        obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
-        obj.setdefault("spec", {}).setdefault("restartPolicy", "Always")
+        obj["status"] = {}
     elif rt is NAMESPACES:
         obj["status"] = {"phase": "Active"}
     elif rt is PVCS:
         volumes.bind(ctx.home, obj)
     _fold_string_data(rt, obj)
+    canonical_form(rt, obj, new=True)
 
 
 def _fold_string_data(rt: ResourceType, obj: dict[str, Any]) -> None:
@@ -174,8 +175,14 @@ def _fold_string_data(rt: ResourceType, obj: dict[str, Any]) -> None:
 
 # -- verbs -------------------------------------------------------------------------------------
 async def create(request: Request, ctx: ServerContext, target: Target) -> Response:
+    return await create_object(request, ctx, target, await read_body(request, ctx.settings.max_body_bytes))
+
+
+async def create_object(
+    request: Request, ctx: ServerContext, target: Target, body: Any, record_manager: bool = True
+) -> Response:
     rt = target.rt
-    obj = _check_type(rt, await read_body(request, ctx.settings.max_body_bytes))
+    obj = _check_type(rt, body)
     meta = obj["metadata"]
     if rt.namespaced:
         namespace = target.namespace or meta.get("namespace") or "default"
@@ -199,6 +206,8 @@ async def create(request: Request, ctx: ServerContext, target: Target) -> Respon
     if rt.training_job is not None:
         mode = field_validation_mode(request.query_params.get("fieldValidation"))
         obj, warnings = admit_training_job(rt, obj, None, mode)
+    if record_manager:
+        managed.record_update(None, obj, _manager(request), rt.api_version)
     uid = None
     if rt.key == BATCH_JOBS:
         uid = str(uuid.uuid4())
@@ -321,9 +330,19 @@ def _finish_update(
         elif rt.key == BATCH_JOBS:
             batchjobs.admit_update(rt, new, old)
         _fold_string_data(rt, new)
+        canonical_form(rt, new, new=False)
+        if request.headers.get("content-type", "").split(";")[0].strip() != APPLY_PATCH:
+            managed.record_update(old, new, _manager(request), rt.api_version)
     if _dry_run(request):
         return _single(request, rt, new, 200, warnings)
     return _single(request, rt, _store_update(ctx, rt, new), 200, warnings)
+
+
+finish_update = _finish_update  # server-side apply (apply.py) ends like a patch
+
+
+def _manager(request: Request) -> str:
+    return managed.manager_of(request.query_params.get("fieldManager"), request.headers.get("user-agent", ""))
 
 
 async def replace(request: Request, ctx: ServerContext, target: Target) -> Response:
@@ -460,15 +479,9 @@ async def delete_collection(request: Request, ctx: ServerContext, target: Target
 async def ensure_initial_namespaces(ctx: ServerContext, names: tuple[str, ...]) -> None:
     for name in names:
         if ctx.store.get(NAMESPACES.key, "", name) is None:
-            ctx.store.create(
-                NAMESPACES.key,
-                {
-                    "apiVersion": "v1",
-                    "kind": "Namespace",
-                    "metadata": {"name": name},
-                    "status": {"phase": "Active"},
-                },
-            )
+            namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+            canonical_form(NAMESPACES, namespace, new=True)
+            ctx.store.create(NAMESPACES.key, {**namespace, "status": {"phase": "Active"}})
 
 
 __all__ = ["create", "delete", "delete_collection", "get", "list_", "patch", "replace"]

@@ -10,12 +10,12 @@ import yaml
 from starlette.requests import Request
 from starlette.responses import Response
 
+from airflow_provider_training.embedded.apiserver import protobuf
 from airflow_provider_training.embedded.apiserver.errors import (
     ApiError,
     bad_request,
     path_not_found,
     too_large,
-    unsupported_media_type,
 )
 from airflow_provider_training.embedded.resources import BY_PATH, ResourceType
 
@@ -73,11 +73,21 @@ async def read_body(request: Request, limit: int) -> Any:
     try:
         if media in ("application/yaml", "application/apply-patch+yaml"):
             return yaml.safe_load(raw)
-        if media == "application/vnd.kubernetes.protobuf":
-            raise unsupported_media_type(media)
+        if media == protobuf.MEDIA_TYPE:
+            return _protobuf(raw)
         return json.loads(raw)
     except (ValueError, yaml.YAMLError) as exc:
         raise bad_request(f"the body of the request was malformed {media.split('/')[-1].upper()}: {exc}") from exc
+
+
+def _protobuf(raw: bytes) -> Any:
+    try:
+        return protobuf.decode(raw)
+    except protobuf.ProtobufError as exc:
+        undecodable = "not decoded by" in str(exc)
+        raise ApiError(
+            415 if undecodable else 400, "UnsupportedMediaType" if undecodable else "BadRequest", str(exc)
+        ) from None
 
 
 def dumps(obj: Any) -> bytes:

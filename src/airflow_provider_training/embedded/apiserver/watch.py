@@ -27,6 +27,7 @@ from airflow_provider_training.embedded.apiserver.selectors import (
     parse_field_selector,
     parse_label_selector,
 )
+from airflow_provider_training.embedded.apiserver.tablewatch import table_lines
 from airflow_provider_training.embedded.store import GoneError, WatchEvent
 
 # kube-apiserver ends a watch after a random 30-60 minutes; one fixed hour is enough here.
@@ -39,6 +40,7 @@ def _line(event_type: str, obj: dict[str, Any]) -> bytes:
 
 async def watch(request: Request, ctx: ServerContext, target: Target) -> Response:
     rt, query = target.rt, request.query_params
+    line = table_lines(request, rt) or _line  # `kubectl get -w` asks for table rows, not objects
     try:
         labels = label_matcher(parse_label_selector(query.get("labelSelector")))
         fields = field_matcher(parse_field_selector(query.get("fieldSelector"), rt.allows_field))
@@ -74,15 +76,15 @@ async def watch(request: Request, ctx: ServerContext, target: Target) -> Respons
         last_rv = ctx.store.resource_version
         if since in ("", "0") or initial_events:
             result = list_objects(request, ctx, target)
-            backlog = [_line("ADDED", obj) for obj in result.items]
+            backlog = [line("ADDED", obj) for obj in result.items]
             last_rv = result.resource_version
             if initial_events:
-                backlog.append(_line("BOOKMARK", _bookmark(rt.kind, rt.api_version, last_rv, initial_end=True)))
+                backlog.append(line("BOOKMARK", _bookmark(rt.kind, rt.api_version, last_rv, initial_end=True)))
         else:
             last_rv = int(since)
             for event in ctx.store.events_since(last_rv, rt.key):
                 if matches(event.object):
-                    backlog.append(_line(event.type, event.object))
+                    backlog.append(line(event.type, event.object))
                 last_rv = event.rv
     except GoneError as exc:
         unsubscribe()
@@ -90,7 +92,7 @@ async def watch(request: Request, ctx: ServerContext, target: Target) -> Respons
             f"{exc}: the resourceVersion is older than the event history; list again and "
             "watch from the list's resourceVersion"
         ).status()
-        return StreamingResponse(_once(_line("ERROR", status)), media_type="application/json")
+        return StreamingResponse(_once(line("ERROR", status)), media_type="application/json")
     except BaseException:
         unsubscribe()
         raise
@@ -98,8 +100,8 @@ async def watch(request: Request, ctx: ServerContext, target: Target) -> Respons
     async def stream() -> AsyncIterator[bytes]:
         nonlocal last_rv
         try:
-            for line in backlog:
-                yield line
+            for pending in backlog:
+                yield pending
             deadline = time.monotonic() + timeout
             next_bookmark = time.monotonic() + ctx.settings.bookmark_interval
             while True:
@@ -111,13 +113,13 @@ async def watch(request: Request, ctx: ServerContext, target: Target) -> Respons
                     event = await asyncio.wait_for(queue.get(), timeout=max(wait, 0.001))
                 except asyncio.TimeoutError:
                     if bookmarks and time.monotonic() >= next_bookmark:
-                        yield _line("BOOKMARK", _bookmark(rt.kind, rt.api_version, last_rv))
+                        yield line("BOOKMARK", _bookmark(rt.kind, rt.api_version, last_rv))
                         next_bookmark = time.monotonic() + ctx.settings.bookmark_interval
                     continue
                 if event.rv <= last_rv:
                     continue
                 last_rv = event.rv
-                translated = _translate(event, matches)
+                translated = _translate(event, matches, line)
                 if translated is not None:
                     yield translated
         finally:
@@ -126,18 +128,22 @@ async def watch(request: Request, ctx: ServerContext, target: Target) -> Respons
     return StreamingResponse(stream(), media_type="application/json")
 
 
-def _translate(event: WatchEvent, matches: Callable[[dict[str, Any] | None], bool]) -> bytes | None:
+def _translate(
+    event: WatchEvent,
+    matches: Callable[[dict[str, Any] | None], bool],
+    line: Callable[[str, dict[str, Any]], bytes] = _line,
+) -> bytes | None:
     """An update that moves an object into or out of the selection is ADDED or DELETED for this watch."""
     now_in = matches(event.object)
     if event.type != "MODIFIED" or event.old is None:
-        return _line(event.type, event.object) if now_in else None
+        return line(event.type, event.object) if now_in else None
     was_in = matches(event.old)
     if now_in and was_in:
-        return _line("MODIFIED", event.object)
+        return line("MODIFIED", event.object)
     if now_in:
-        return _line("ADDED", event.object)
+        return line("ADDED", event.object)
     if was_in:
-        return _line("DELETED", event.object)
+        return line("DELETED", event.object)
     return None
 
 

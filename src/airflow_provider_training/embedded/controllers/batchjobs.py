@@ -27,7 +27,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from airflow_provider_training.embedded import runtime
+from airflow_provider_training.embedded import canonical, runtime
 from airflow_provider_training.embedded.apiserver.batchjobs import CONTROLLER_UID
 from airflow_provider_training.embedded.events import record_event
 from airflow_provider_training.embedded.node.runtime import WORKING_DIR_ANNOTATION
@@ -342,8 +342,8 @@ class Sync:
             "kind": "Pod",
             "metadata": meta,
             "spec": copy.deepcopy(template.get("spec") or {}),
-            "status": {"phase": "Pending", "qosClass": "BestEffort"},
         }
+        canonical.pod(pod)  # the API server's defaults and canonical quantities
         for _ in range(5):
             try:
                 created = self.store.create(PODS.key, pod)

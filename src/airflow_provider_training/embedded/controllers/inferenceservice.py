@@ -38,7 +38,7 @@ from urllib.parse import urlsplit
 
 from aiohttp import ClientError, ClientTimeout
 
-from airflow_provider_training.embedded import podlogs, runtime
+from airflow_provider_training.embedded import canonical, podlogs, runtime
 from airflow_provider_training.embedded.controllers.ingress import Backend, Ingress
 from airflow_provider_training.embedded.controllers.predictor import (
     ISVC_LABEL,
@@ -207,7 +207,7 @@ class InferenceServiceController:
         namespace = isvc["metadata"]["namespace"]
         port = self.network.port(namespace, predictor.revision, "http1")
         try:
-            pod = self.store.create(PODS.key, build_pod(isvc, predictor, port))
+            pod = self.store.create(PODS.key, canonical.pod(build_pod(isvc, predictor, port)))
         except AlreadyExistsError:
             return self.store.get(PODS.key, namespace, predictor.revision)
         record_event(

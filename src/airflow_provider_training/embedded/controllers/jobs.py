@@ -21,7 +21,7 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
-from airflow_provider_training.embedded import runtime
+from airflow_provider_training.embedded import canonical, runtime
 from airflow_provider_training.embedded.events import record_event
 from airflow_provider_training.embedded.node.network import LocalAddressing, shared_network
 from airflow_provider_training.embedded.node.runtime import WORKING_DIR_ANNOTATION
@@ -238,7 +238,7 @@ class Pass:
 
     def create(self, rt: ResourceType, obj: dict[str, Any], reason: str | None, message: str) -> None:
         if rt is PODS:
-            obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
+            canonical.pod(obj)  # the API server's defaults and canonical quantities
         try:
             self.store.create(rt.key, obj)
         except AlreadyExistsError:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_training.embedded import volumes as claims
-from airflow_provider_training.embedded.node import isolation
+from airflow_provider_training.embedded.node import inclusterconfig, isolation
 from airflow_provider_training.embedded.node.runtime import Runtime
 from airflow_provider_training.embedded.paths import Home
 from airflow_provider_training.embedded.store import Store
@@ -296,6 +296,12 @@ def volume_dirs(ctx: Context, pod: dict[str, Any], pod_dir: Path) -> dict[str, P
                     f"{path} is not a {kind.lower()}",
                 )
             out[name] = path
+        elif "projected" in volume:  # the service-account token, ca.crt and namespace (inclusterconfig)
+            try:
+                inclusterconfig.write_projected(ctx.store, ctx.home, pod, volume, local)
+            except inclusterconfig.ProjectionError as exc:
+                raise PodConfigError("FailedMount", f'MountVolume.SetUp failed for volume "{name}" : {exc}') from None
+            out[name] = local
         elif "configMap" in volume or "secret" in volume:
             kind = "configmap" if "configMap" in volume else "secret"
             spec = volume.get("configMap") or volume.get("secret") or {}
@@ -339,7 +345,7 @@ def build(
 ) -> dict[str, Any]:
     meta, spec = pod["metadata"], pod.get("spec") or {}
     dirs = volume_dirs(ctx, pod, pod_dir)
-    read_only = {v["name"] for v in spec.get("volumes") or [] if "configMap" in v or "secret" in v}
+    read_only = {v["name"] for v in spec.get("volumes") or [] if "configMap" in v or "secret" in v or "projected" in v}
     is_mpi = (meta.get("labels") or {}).get("training.kubeflow.org/operator-name") == "mpijob-controller"
     if is_mpi and mpi.KUBECTL_VOLUME in dirs:
         deliver_kubectl(dirs[mpi.KUBECTL_VOLUME], ctx.node_dir, meta["namespace"])
@@ -350,6 +356,7 @@ def build(
         profile = ctx.runtime.profile(container.get("image"))
         env = profile.environment(ctx.runtime.base_path)
         env["HOSTNAME"] = meta["name"]
+        env.update(inclusterconfig.service_env(ctx.home))
         if is_mpi:
             env.update(MPI_ENV)
         env.update(environment(ctx, pod, container))
@@ -379,7 +386,9 @@ def build(
             "argv": argv,
             "env": env,
             "workdir": ctx.runtime.working_dir(container, pod),
-            "mounts": [m.to_dict() for m in mounts(container, dirs, read_only)],
+            "mounts": [
+                m.to_dict() for m in mounts(container, dirs, read_only) if inclusterconfig.mountable(m, ctx.isolation)
+            ],
             "memoryLimit": memory_limit,
             "rootfs": str(rootfs),
         }

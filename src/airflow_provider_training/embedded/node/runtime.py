@@ -95,7 +95,10 @@ class Runtime:
     def from_settings(cls, home_root: Path, default_workdir: str | None = None) -> Runtime:
         config = Path(os.environ.get(IMAGES_ENV) or home_root / "images.yaml")
         workdir = os.environ.get(WORKDIR_ENV) or default_workdir or os.getcwd()
-        return cls(load_profiles(config), workdir, os.environ.get("PATH", os.defpath))
+        from airflow_provider_training.embedded.node.images import with_builtins  # it imports Profile
+
+        profiles = with_builtins(load_profiles(config), home_root)
+        return cls(profiles, workdir, os.environ.get("PATH", os.defpath))
 
     def profile(self, image: str | None) -> Profile:
         for p in self.profiles:

@@ -1,0 +1,25 @@
+"""Admission's call into the canonicaliser (``embedded/canonical.py``): built-in objects are stored
+in kube-apiserver's form; a value that is not a quantity where one belongs is refused as the
+server's decoder refuses it (400, ``… cannot be handled as a Pod: quantities must match …``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from airflow_provider_training.embedded import canonical
+from airflow_provider_training.embedded.apiserver.errors import bad_request
+from airflow_provider_training.embedded.quantity import QUANTITY_ERROR
+from airflow_provider_training.embedded.resources import ResourceType
+
+
+def canonical_form(rt: ResourceType, obj: dict[str, Any], *, new: bool) -> None:
+    if rt.group not in ("", "batch"):
+        return  # custom resources keep what the user wrote
+    problems: canonical.Problems = []
+    canonical.canonicalize(rt.key, obj, problems, new=new)
+    if problems:
+        field, value = problems[0]
+        raise bad_request(
+            f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {QUANTITY_ERROR} '
+            f"({field}: {value!r})"
+        )

@@ -1,0 +1,160 @@
+"""Request bodies in ``application/vnd.kubernetes.protobuf``, as kubectl sends them.
+
+kubectl's typed commands (``create secret``, ``create configmap``, ``create namespace``) always
+encode the object in protobuf — client-go does not negotiate the request's content type and has
+no fallback to JSON on a 415 — so not advertising protobuf would not help: the server has to read
+it, as kube-apiserver does. The body is the ``k8s\\0`` magic, then a ``runtime.Unknown`` envelope
+(``typeMeta``, ``raw``) whose ``raw`` is the object's own message.
+
+The messages are declared here (field numbers of ``k8s.io/api/core/v1/generated.proto`` and
+``apimachinery/.../meta/v1/generated.proto``) for the kinds kubectl creates that this server
+stores, and decoded with the ``protobuf`` runtime into the same dict a JSON body gives (bytes as
+base64, as in JSON). Other kinds get a 415 that says what to do instead.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from google.protobuf import descriptor_pb2, descriptor_pool, json_format, message, message_factory
+
+MEDIA_TYPE = "application/vnd.kubernetes.protobuf"
+MAGIC = b"k8s\x00"
+_PACKAGE = "embedded.k8s"
+_STRING, _BYTES, _INT64, _BOOL = "string", "bytes", "int64", "bool"
+
+# message -> [(number, json name, type, repeated)]; a type "map:<value type>" is map<string, value>.
+_MESSAGES: dict[str, list[tuple[int, str, str, bool]]] = {
+    "TypeMeta": [(1, "apiVersion", _STRING, False), (2, "kind", _STRING, False)],
+    "Unknown": [
+        (1, "typeMeta", "TypeMeta", False),
+        (2, "raw", _BYTES, False),
+        (3, "contentEncoding", _STRING, False),
+        (4, "contentType", _STRING, False),
+    ],
+    "OwnerReference": [
+        (1, "kind", _STRING, False),
+        (3, "name", _STRING, False),
+        (4, "uid", _STRING, False),
+        (5, "apiVersion", _STRING, False),
+        (6, "controller", _BOOL, False),
+        (7, "blockOwnerDeletion", _BOOL, False),
+    ],
+    "ObjectMeta": [
+        (1, "name", _STRING, False),
+        (2, "generateName", _STRING, False),
+        (3, "namespace", _STRING, False),
+        (5, "uid", _STRING, False),
+        (6, "resourceVersion", _STRING, False),
+        (7, "generation", _INT64, False),
+        (11, "labels", "map:string", False),
+        (12, "annotations", "map:string", False),
+        (13, "ownerReferences", "OwnerReference", True),
+        (14, "finalizers", _STRING, True),
+    ],
+    "Secret": [
+        (1, "metadata", "ObjectMeta", False),
+        (2, "data", "map:bytes", False),
+        (3, "type", _STRING, False),
+        (4, "stringData", "map:string", False),
+        (5, "immutable", _BOOL, False),
+    ],
+    "ConfigMap": [
+        (1, "metadata", "ObjectMeta", False),
+        (2, "data", "map:string", False),
+        (3, "binaryData", "map:bytes", False),
+        (4, "immutable", _BOOL, False),
+    ],
+    "NamespaceSpec": [(1, "finalizers", _STRING, True)],
+    "Namespace": [(1, "metadata", "ObjectMeta", False), (2, "spec", "NamespaceSpec", False)],
+}
+_SCALARS = {
+    _STRING: descriptor_pb2.FieldDescriptorProto.TYPE_STRING,
+    _BYTES: descriptor_pb2.FieldDescriptorProto.TYPE_BYTES,
+    _INT64: descriptor_pb2.FieldDescriptorProto.TYPE_INT64,
+    _BOOL: descriptor_pb2.FieldDescriptorProto.TYPE_BOOL,
+}
+DECODABLE = ("Secret", "ConfigMap", "Namespace")
+_USER_MAPS = ("data", "stringData", "binaryData", "labels", "annotations")  # their empty values are data
+
+
+class ProtobufError(ValueError):
+    pass
+
+
+def _field(parent: descriptor_pb2.DescriptorProto, number: int, name: str, type_: str, repeated: bool) -> None:
+    field = parent.field.add(name=name, number=number, json_name=name)
+    field.label = (
+        descriptor_pb2.FieldDescriptorProto.LABEL_REPEATED
+        if repeated
+        else descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL
+    )
+    if type_.startswith("map:"):
+        entry = parent.nested_type.add(name=f"{name[0].upper()}{name[1:]}Entry")
+        entry.options.map_entry = True
+        _field(entry, 1, "key", _STRING, False)
+        _field(entry, 2, "value", type_[4:], False)
+        field.label = descriptor_pb2.FieldDescriptorProto.LABEL_REPEATED
+        field.type = descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE
+        field.type_name = f".{_PACKAGE}.{parent.name}.{entry.name}"
+    elif type_ in _SCALARS:
+        field.type = _SCALARS[type_]
+    else:
+        field.type = descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE
+        field.type_name = f".{_PACKAGE}.{type_}"
+
+
+@functools.cache
+def _classes() -> dict[str, type[message.Message]]:
+    proto = descriptor_pb2.FileDescriptorProto(name="embedded_k8s.proto", package=_PACKAGE, syntax="proto2")
+    for name, fields in _MESSAGES.items():
+        described = proto.message_type.add(name=name)
+        for number, field_name, type_, repeated in fields:
+            _field(described, number, field_name, type_, repeated)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(proto)
+    return {
+        name: message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{_PACKAGE}.{name}")) for name in _MESSAGES
+    }
+
+
+def decode(raw: bytes) -> dict[str, Any]:
+    """The object in a protobuf request body, as the dict its JSON form would give."""
+    if not raw.startswith(MAGIC):
+        raise ProtobufError("the protobuf body does not start with the Kubernetes magic number (k8s\\0)")
+    classes = _classes()
+    try:
+        envelope = classes["Unknown"].FromString(raw[len(MAGIC) :])
+    except message.DecodeError as exc:
+        raise ProtobufError(f"the protobuf envelope cannot be decoded: {exc}") from None
+    kind, api_version = envelope.typeMeta.kind, envelope.typeMeta.apiVersion
+    if kind not in DECODABLE or api_version != "v1":
+        raise ProtobufError(
+            f"{kind or 'this object'} ({api_version}) sent as protobuf is not decoded by the embedded control plane "
+            "(only Secret, ConfigMap and Namespace are): send it as JSON or YAML, e.g. "
+            "kubectl create … --dry-run=client -o yaml | kubectl apply -f -"
+        )
+    try:
+        obj = classes[kind].FromString(envelope.raw)
+    except message.DecodeError as exc:
+        raise ProtobufError(f"the {kind} in the protobuf body cannot be decoded: {exc}") from None
+    out: dict[str, Any] = _omit_empty(json_format.MessageToDict(obj, preserving_proto_field_name=True))
+    generation = out.get("metadata", {}).get("generation")
+    if generation is not None:
+        out["metadata"]["generation"] = int(generation)  # int64 is a string in proto3's JSON mapping
+    return {"kind": kind, "apiVersion": api_version, **out}
+
+
+def _omit_empty(value: Any) -> Any:
+    """Go writes every non-pointer string field, empty ones too (``generateName: ""``); its JSON
+    form omits them (``omitempty``), and so does the object stored from it."""
+    if isinstance(value, dict):
+        return {
+            k: v if k in _USER_MAPS else _omit_empty(v)
+            for k, v in value.items()
+            if k in _USER_MAPS or v not in ("", "0")
+        }
+    if isinstance(value, list):
+        return [_omit_empty(v) for v in value]
+    return value

@@ -1,0 +1,127 @@
+"""In-cluster configuration for containers, as the kubelet provides it: the projected
+``kube-api-access-*`` volume (the pod's service-account token, the control plane's ``ca.crt``, the
+pod's ``namespace``) and ``KUBERNETES_SERVICE_HOST`` / ``KUBERNETES_SERVICE_PORT``, so kubectl and
+the official clients inside a replica find the API with no flags.
+
+The address is the one the control plane serves on (127.0.0.1 and its port, which its certificate
+names); pods reach it over loopback like everything else. A projected volume is written once at
+pod start (sources: ``serviceAccountToken``, ``configMap``, ``secret``, ``downwardAPI``); the
+``kube-root-ca.crt`` ConfigMap a cluster publishes in every namespace is served from the CA file
+when no such object is stored.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import functools
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import yaml
+
+from airflow_provider_training.embedded import serviceaccount
+from airflow_provider_training.embedded.node import isolation
+from airflow_provider_training.embedded.paths import Home
+from airflow_provider_training.embedded.store import Store
+
+
+@functools.cache
+def _server(kubeconfig: Path) -> tuple[str, int] | None:
+    with contextlib.suppress(OSError, ValueError, KeyError, IndexError, TypeError, yaml.YAMLError):
+        url = urlsplit(yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"])
+        if url.hostname and url.port:
+            return url.hostname, url.port
+    return None
+
+
+def service_env(home: Home) -> dict[str, str]:
+    """The ``kubernetes`` Service's variables the kubelet gives every container."""
+    server = _server(home.kubeconfig)
+    if server is None:
+        return {}
+    host, port = server
+    return {
+        "KUBERNETES_SERVICE_HOST": host,
+        "KUBERNETES_SERVICE_PORT": str(port),
+        "KUBERNETES_SERVICE_PORT_HTTPS": str(port),
+        "KUBERNETES_PORT": f"tcp://{host}:{port}",
+        f"KUBERNETES_PORT_{port}_TCP": f"tcp://{host}:{port}",
+        f"KUBERNETES_PORT_{port}_TCP_PROTO": "tcp",
+        f"KUBERNETES_PORT_{port}_TCP_PORT": str(port),
+        f"KUBERNETES_PORT_{port}_TCP_ADDR": host,
+    }
+
+
+def _field(pod: dict[str, Any], path: str) -> str:
+    meta = pod.get("metadata") or {}
+    if path.startswith(("metadata.labels", "metadata.annotations")):
+        table = meta.get("labels" if "labels" in path else "annotations") or {}
+        if "['" in path:
+            return str(table.get(path.split("['", 1)[1].rstrip("']"), ""))
+        return "\n".join(f'{k}="{v}"' for k, v in sorted(table.items()))
+    simple = {"metadata.name": "name", "metadata.namespace": "namespace", "metadata.uid": "uid"}
+    return str(meta.get(simple.get(path, ""), "")) if path in simple else ""
+
+
+def _write(directory: Path, rel: str, data: bytes, mode: int) -> None:
+    path = directory / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    tmp.chmod(mode)
+    os.replace(tmp, path)
+
+
+def _object_data(store: Store, home: Home, kind: str, namespace: str, name: str) -> dict[str, bytes] | None:
+    obj = store.get(f"core/{kind}s", namespace, name)
+    if obj is None:
+        if kind == "configmap" and name == serviceaccount.ROOT_CA_CONFIGMAP:
+            return {"ca.crt": (home.root / "tls" / "ca.crt").read_bytes()}
+        return None
+    if kind == "secret":
+        return {k: base64.b64decode(v) for k, v in (obj.get("data") or {}).items()}
+    out = {k: str(v).encode() for k, v in (obj.get("data") or {}).items()}
+    out.update({k: base64.b64decode(v) for k, v in (obj.get("binaryData") or {}).items()})
+    return out
+
+
+class ProjectionError(Exception):
+    pass
+
+
+def write_projected(store: Store, home: Home, pod: dict[str, Any], volume: dict[str, Any], directory: Path) -> None:
+    spec = volume.get("projected") or {}
+    default_mode = int(spec.get("defaultMode", 0o644))
+    namespace = pod["metadata"]["namespace"]
+    directory.mkdir(parents=True, exist_ok=True)
+    for source in spec.get("sources") or []:
+        if "serviceAccountToken" in source:
+            token = source["serviceAccountToken"]
+            _write(directory, token.get("path", "token"), serviceaccount.mint(home.root, pod).encode(), default_mode)
+        elif "configMap" in source or "secret" in source:
+            kind = "configmap" if "configMap" in source else "secret"
+            ref = source.get("configMap") or source.get("secret") or {}
+            data = _object_data(store, home, kind, namespace, ref.get("name", ""))
+            if data is None:
+                if ref.get("optional"):
+                    continue
+                raise ProjectionError(f'{kind} "{ref.get("name")}" not found')
+            items = ref.get("items") or [{"key": k, "path": k} for k in data]
+            for item in items:
+                if item["key"] in data:
+                    _write(
+                        directory, item.get("path", item["key"]), data[item["key"]], int(item.get("mode", default_mode))
+                    )
+        elif "downwardAPI" in source:
+            for item in source["downwardAPI"].get("items") or []:
+                field_path = (item.get("fieldRef") or {}).get("fieldPath", "")
+                _write(directory, item["path"], _field(pod, field_path).encode(), int(item.get("mode", default_mode)))
+
+
+def mountable(mount: isolation.Mount, mode: str) -> bool:
+    """The service-account mount needs a mount namespace: in the ``links`` fallback every pod would
+    fight over one host symlink at that path, so there it is left out (clients there need a kubeconfig)."""
+    return mode != isolation.LINKS or mount.target != serviceaccount.MOUNT_PATH

@@ -1,0 +1,162 @@
+"""``kubectl exec`` and ``kubectl cp`` (tar over exec) with the real kubectl 1.37, over the
+WebSocket ``v5.channel.k8s.io`` protocol: streams, exit codes, TTY with resize, the pod's own view
+(environment, working directory, mounts, loopback address), the errors kube-apiserver gives, and
+10 concurrent 10 MiB streams with no byte lost."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import fcntl
+import hashlib
+import json
+import os
+import pty
+import shutil
+import struct
+import subprocess
+import sys
+import termios
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conformance.conftest import KUBECTL, Kubectl
+
+SLEEP = [sys.executable, "-c", "import time; time.sleep(600)"]
+
+
+def _create(kubectl: Kubectl, name: str, **spec: Any) -> None:
+    spec.setdefault("containers", [{"name": "main", "image": "python:3.11", "command": SLEEP}])
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": {"restartPolicy": "Never", **spec}}
+    kubectl("create", "-f", "-", stdin=json.dumps(pod))
+
+
+@pytest.fixture
+def sleeper(kubectl: Kubectl, tmp_path: Path) -> str:
+    """A running pod with two containers, env, a working directory and an emptyDir at /scratch."""
+    mount = [{"name": "scratch", "mountPath": "/scratch"}]
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    env = [{"name": "GREETING", "value": "hello"}]
+    containers = [
+        {
+            "name": "main",
+            "image": "python:3.11",
+            "command": SLEEP,
+            "env": env,
+            "volumeMounts": mount,
+            "workingDir": str(workdir),
+        },
+        {"name": "side", "image": "python:3.11", "command": SLEEP, "env": [{"name": "GREETING", "value": "side"}]},
+    ]
+    _create(kubectl, "sleeper", containers=containers, volumes=[{"name": "scratch", "emptyDir": {}}])
+    kubectl("wait", "--for=condition=Ready", "pod/sleeper", timeout=90)
+    return str(workdir)
+
+
+def test_streams_exit_code_env_workdir_container(kubectl: Kubectl, sleeper: str) -> None:
+    done = kubectl(
+        "exec", "sleeper", "--", "sh", "-c", 'echo "$GREETING $HOSTNAME"; pwd; echo oops >&2; exit 3', check=False
+    )
+    assert done.stdout.splitlines() == ["hello sleeper", sleeper]
+    assert done.stderr.splitlines() == [
+        'Defaulted container "main" out of: main, side',  # kubectl's own line: the pod has two
+        "oops",
+        "command terminated with exit code 3",
+    ]
+    assert done.returncode == 3
+    assert kubectl("exec", "sleeper", "-c", "side", "--", "sh", "-c", "echo $GREETING").stdout == "side\n"
+    # stdin, closed early: cat sees end of file and the command goes on
+    assert kubectl("exec", "-i", "sleeper", "--", "sh", "-c", "cat; echo done", stdin="abc\n").stdout == "abc\ndone\n"
+    assert kubectl("exec", "-i", "sleeper", "--", "sh", "-c", "cat; echo done", stdin="").stdout == "done\n"
+
+
+def test_errors_as_a_cluster_gives_them(kubectl: Kubectl, sleeper: str) -> None:
+    missing = kubectl("exec", "nobody", "--", "true", check=False)
+    assert missing.returncode == 1 and 'Error from server (NotFound): pods "nobody" not found' in missing.stderr
+    container = kubectl("exec", "sleeper", "-c", "nope", "--", "true", check=False)
+    assert container.returncode == 1 and "container nope is not valid for pod sleeper" in container.stderr
+    command = kubectl("exec", "sleeper", "--", "no-such-command", check=False)
+    assert command.returncode == 127 and "command terminated with exit code 127" in command.stderr
+    _create(kubectl, "finished", containers=[{"name": "main", "image": "python:3.11", "command": ["true"]}])
+    kubectl("wait", "--for=jsonpath={.status.phase}=Succeeded", "pod/finished", timeout=90)
+    finished = kubectl("exec", "finished", "--", "true", check=False)
+    assert finished.returncode == 1
+    assert "cannot exec into a container in a completed pod; current phase is Succeeded" in finished.stderr
+    assert kubectl("exec", "sleeper", "--", "true").returncode == 0  # the daemon keeps serving
+
+
+def test_tty_with_resize(kubectl_env: dict[str, str], test_namespace: str, sleeper: str) -> None:
+    pid, terminal = pty.fork()
+    if pid == 0:  # pragma: no cover - the child: kubectl on a 33x101 terminal
+        fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 33, 101, 0, 0))
+        os.execve(
+            str(KUBECTL),
+            [str(KUBECTL), "-n", test_namespace, "exec", "-it", "sleeper", "--", "sh", "-c", "tty; stty size; exit 4"],
+            kubectl_env,
+        )
+    out = b""
+    while True:
+        try:
+            chunk = os.read(terminal, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    _, status = os.waitpid(pid, 0)
+    text = out.decode(errors="replace")
+    assert "/dev/pts/" in text and "33 101" in text, text
+    assert os.waitstatus_to_exitcode(status) == 4
+
+
+def test_loopback_address_reaches_another_pods_port(kubectl: Kubectl, sleeper: str) -> None:
+    serve = [
+        sys.executable,
+        "-c",
+        "import os, socket, time; s = socket.socket(); "
+        "s.bind((os.environ['POD_IP'], 23456)); s.listen(); time.sleep(600)",
+    ]
+    env = [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]
+    _create(kubectl, "master", containers=[{"name": "main", "image": "python:3.11", "command": serve, "env": env}])
+    kubectl("wait", "--for=condition=Ready", "pod/master", timeout=90)
+    ip = kubectl("get", "pod", "master", "-o", "jsonpath={.status.podIP}").stdout
+    probe = [sys.executable, "-c", f"import socket; socket.create_connection(('{ip}', 23456), 5); print('open')"]
+    for _ in range(50):  # the listener may take a moment after Ready
+        done = kubectl("exec", "sleeper", "--", *probe, check=False)
+        if done.returncode == 0:
+            break
+    assert done.stdout == "open\n", done.stderr
+    if shutil.which("nc"):  # the seed's own command
+        nc = kubectl("exec", "sleeper", "--", "nc", "-zv", ip, "23456")
+        assert "succeeded" in nc.stderr or "open" in nc.stderr
+
+
+def test_kubectl_cp_both_ways(kubectl: Kubectl, sleeper: str, tmp_path: Path, control_plane: Any) -> None:
+    source = tmp_path / "model.bin"
+    source.write_bytes(os.urandom(300_000))
+    kubectl("cp", str(source), "sleeper:/scratch/model.bin", "-c", "main")
+    assert kubectl("exec", "sleeper", "--", "sh", "-c", "wc -c < /scratch/model.bin").stdout.strip() == "300000"
+    back = tmp_path / "back.bin"
+    kubectl("cp", "sleeper:/scratch/model.bin", str(back), "-c", "main")
+    assert back.read_bytes() == source.read_bytes()
+
+
+def test_ten_concurrent_streams_of_10_mib(kubectl_env: dict[str, str], test_namespace: str, sleeper: str) -> None:
+    payloads = [os.urandom(10 * 1024 * 1024) for _ in range(10)]
+
+    def roundtrip(data: bytes) -> str:
+        done = subprocess.run(
+            [str(KUBECTL), "-n", test_namespace, "exec", "-i", "sleeper", "--", "cat"],
+            input=data,
+            capture_output=True,
+            env=kubectl_env,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+        return hashlib.sha256(done.stdout).hexdigest()
+
+    with concurrent.futures.ThreadPoolExecutor(10) as pool:
+        seen = list(pool.map(roundtrip, payloads))
+    assert seen == [hashlib.sha256(p).hexdigest() for p in payloads]
