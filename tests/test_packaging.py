@@ -21,7 +21,7 @@ import pytest
 
 from tests.paths import ROOT, SEED
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
 def _run(*argv: str | Path, timeout: float = 600, **kw: object) -> subprocess.CompletedProcess[str]:

@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 APT_PACKAGES=(
     docker-registry
     openmpi-bin
+    chromium
 )
 # the seed's troubleshooting commands, run through kubectl exec: nc -zv <master-pod-ip> <port>, ping
 APT_PACKAGES+=(netcat-openbsd iputils-ping)

@@ -145,6 +145,12 @@ def main() -> None:
         epoch_loss = (summed[0] / summed[1]).item()
         history.append(epoch_loss)
         print(f"rank {rank}: epoch {epoch + 1}/{args.epochs} loss {epoch_loss:.4f}", flush=True)
+        if rank == 0:  # the cockpit's metrics convention (docs/ui.md): one METRIC line per epoch
+            with torch.no_grad():
+                epoch_accuracy = (net(test_set.tensors[0]).argmax(dim=1) == test_set.tensors[1]).float().mean().item()
+            print(
+                "METRIC " + json.dumps({"step": epoch + 1, "loss": epoch_loss, "accuracy": epoch_accuracy}), flush=True
+            )
 
     net.eval()
     with torch.no_grad():

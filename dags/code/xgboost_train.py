@@ -45,6 +45,8 @@ def main() -> None:
         )
     accuracy = float((booster.predict(xgb.DMatrix(digits.data[test])) == digits.target[test]).mean())
     print(f"rank {rank}/{world}: test accuracy {accuracy:.4f}", flush=True)
+    if rank == 0:  # the cockpit's metrics convention (docs/ui.md)
+        print("METRIC " + json.dumps({"step": args.rounds, "accuracy": accuracy}), flush=True)
     if rank == 0:
         out = Path(args.output)
         out.mkdir(parents=True, exist_ok=True)

@@ -49,7 +49,16 @@ def get_provider_info() -> dict[str, Any]:
                 "python-modules": ["airflow_provider_training.operators.deploy"],
             },
         ],
-        "extra-links": ["airflow_provider_training.links.modelkit.ModelKitRegistryLink"],
+        "extra-links": [
+            "airflow_provider_training.links.modelkit.ModelKitRegistryLink",
+            "airflow_provider_training.links.training.TrainingJobLink",
+        ],
+        "plugins": [
+            {
+                "name": "airflow-provider-training",
+                "plugin-class": "airflow_provider_training.ui.plugin.TrainingCockpitPlugin",
+            },
+        ],
         "sensors": [
             {
                 "integration-name": "Kubeflow Training Operator",
@@ -60,6 +69,10 @@ def get_provider_info() -> dict[str, Any]:
             {
                 "integration-name": "KitOps",
                 "python-modules": ["airflow_provider_training.hooks.registry"],
+            },
+            {
+                "integration-name": "KitOps",
+                "python-modules": ["airflow_provider_training.hooks.signing"],
             },
             {
                 "integration-name": "Kubeflow Training Operator",
@@ -107,6 +120,37 @@ def get_provider_info() -> dict[str, Any]:
                     },
                 },
             },
+            {
+                "connection-type": "modelkit_signing",
+                "hook-class-name": "airflow_provider_training.hooks.signing.ModelKitSigningHook",
+                "hook-name": "ModelKit Signing Key (cosign)",
+                "conn-fields": {
+                    "private_key": {
+                        "label": "Private key (PEM)",
+                        "description": "cosign.key (ENCRYPTED SIGSTORE PRIVATE KEY) or a PKCS #8 ECDSA P-256 key.",
+                        "schema": {"type": ["string", "null"], "format": "multiline"},
+                    },
+                    "private_key_file": {
+                        "label": "Private key file",
+                        "description": "Path of the private key on the worker (instead of the PEM text).",
+                        "schema": {"type": ["string", "null"]},
+                    },
+                    "public_key": {
+                        "label": "Public key (PEM)",
+                        "description": "cosign.pub, for verification (default: derived from the private key).",
+                        "schema": {"type": ["string", "null"], "format": "multiline"},
+                    },
+                    "public_key_file": {
+                        "label": "Public key file",
+                        "description": "Path of cosign.pub on the worker.",
+                        "schema": {"type": ["string", "null"]},
+                    },
+                },
+                "ui-field-behaviour": {
+                    "hidden-fields": ["schema", "extra", "host", "port", "login"],
+                    "relabeling": {"password": "Private key password"},
+                },
+            },
         ],
         "config": {
             "training": {
@@ -150,7 +194,7 @@ def get_provider_info() -> dict[str, Any]:
                         ),
                         "version_added": "0.1.0",
                         "type": "string",
-                        "example": "ghcr.io/kitops-ml/kitops:v1.10.0",
+                        "example": "ghcr.io/kitops-ml/kitops:v1.16.0",
                         "default": "",
                     },
                     "job_link_template": {

@@ -13,12 +13,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from airflow_provider_training import frameworks
-from airflow_provider_training.frameworks.trainer import checks as trainer_checks
 from airflow_provider_training.specs import lint, runnable, webhook
 from airflow_provider_training.specs.batch import BatchJob
 from airflow_provider_training.specs.crds import openapi_schema
@@ -36,7 +35,9 @@ from airflow_provider_training.specs.loader import (
     read_documents,
 )
 from airflow_provider_training.specs.pod import Container
-from airflow_provider_training.specs.trainer import documents as trainer_documents
+
+if TYPE_CHECKING:
+    from airflow_provider_training.frameworks.trainer.checks import Catalog
 
 __all__ = ["AdmissionResult", "ValidationReport", "admit", "validate", "validate_job"]
 
@@ -84,19 +85,31 @@ def validate(source: Source | Iterable[Source], *, strict: bool = False) -> list
         documents = read_documents(source)
     except JobSpecError as exc:
         return [ValidationReport(exc.source, errors=exc.issues)]
-    catalog = None
-    if any(trainer_documents.is_trainer_document(doc.data) for doc in documents):
-        catalog = trainer_checks.Catalog.from_documents(doc.data for doc in documents)
+    if not any(_is_trainer_document(doc) for doc in documents):
+        return [_validate_document(doc, strict) for doc in documents]
+    # Imported here: Trainer v2 checks load their CRDs and rules, which v1-only input never needs.
+    from airflow_provider_training.frameworks.trainer.checks import Catalog
+
+    catalog = Catalog.from_documents(doc.data for doc in documents)
     return [
         _validate_trainer_document(doc, strict, catalog)
-        if catalog is not None and trainer_documents.is_trainer_document(doc.data)
+        if _is_trainer_document(doc)
         else _validate_document(doc, strict)
         for doc in documents
     ]
 
 
-def _validate_trainer_document(doc: Document, strict: bool, catalog: trainer_checks.Catalog) -> ValidationReport:
+TRAINER_KINDS = ("TrainJob", "TrainingRuntime", "ClusterTrainingRuntime", "JobSet")
+
+
+def _is_trainer_document(doc: Document) -> bool:
+    return str(doc.data.get("kind")) in TRAINER_KINDS
+
+
+def _validate_trainer_document(doc: Document, strict: bool, catalog: Catalog) -> ValidationReport:
     """TrainJob, (Cluster)TrainingRuntime and JobSet: see :mod:`airflow_provider_training.frameworks.trainer.checks`."""
+    from airflow_provider_training.frameworks.trainer import checks as trainer_checks
+
     meta = doc.data.get("metadata") if isinstance(doc.data.get("metadata"), dict) else {}
     assert isinstance(meta, dict)
     report = ValidationReport(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]  # includes starting the deployment
 
 
 def test_deployment_runs_a_deferrable_task_without_a_logical_date(airflow_deployment, tmp_path):

@@ -20,7 +20,7 @@ import pytest
 from airflow_provider_training.operators.identity import DAG_ID, MAX_NAME, RUN_ID, TASK_ID, safe_label_value
 from airflow_provider_training.operators.naming import DNS_1035, TAG
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]  # the shared runs start in the first test
 
 SHIPPED = [
     "train_package_deploy",
@@ -68,14 +68,16 @@ def _runs_of(d: Any, dag_id: str) -> list[dict[str, Any]]:
     return list(d.api("GET", f"/api/v2/dags/{dag_id}/dagRuns", params={"limit": 50}).json()["dag_runs"])
 
 
-def _wait_for_run_types(d: Any, dag_id: str, types: set[str], timeout: float = 180) -> dict[str, str]:
+def _wait_for_run_types(d: Any, dag_id: str, types: set[str], timeout: float = 900) -> dict[str, str]:
+    """Until a run of each type exists. With ``max_active_runs=1`` the scheduler creates the second
+    (the Asset-triggered one) only once the first has finished, so this waits for those runs too."""
     deadline = time.monotonic() + timeout
     while True:
         found = {r["run_type"]: r["dag_run_id"] for r in _runs_of(d, dag_id) if r["run_type"] in types}
         if set(found) == types or time.monotonic() > deadline:
             assert set(found) == types, f"{dag_id}: runs of types {sorted(found)} only, wanted {sorted(types)}"
             return found
-        time.sleep(1)
+        time.sleep(2)
 
 
 @pytest.fixture(scope="module")

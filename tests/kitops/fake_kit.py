@@ -54,8 +54,11 @@ def main(argv: list[str]) -> int:
         elif a.command == "inspect":
             print(json.dumps(transfer.inspect_local(LocalStore(), parse(a.args[0], default_tag="latest")), indent=2))
         elif a.command == "list":
-            for kit in LocalStore().list():
-                print(json.dumps({"repo": kit.repo_key, "digest": kit.descriptor.digest, "tags": list(kit.tags)}))
+            rows = [
+                {"repo": kit.repo_key, "digest": kit.descriptor.digest, "tags": list(kit.tags)}
+                for kit in LocalStore().list()
+            ]
+            print(json.dumps(rows, indent=2))
         else:
             print(f"[ERROR] unsupported command {a.command}", file=sys.stderr)
             return 1

@@ -125,7 +125,7 @@ def test_cli_end_to_end(registry_token, model_dir, tmp_path):
     assert (tmp_path / "out/model/weights.bin").read_bytes() == (model_dir / "model/weights.bin").read_bytes()
     remote = json.loads(_cli(["inspect", ref, "--remote", "--plain-http"], other).stdout)
     assert remote["digest"] == digest
-    listed = [json.loads(line) for line in _cli(["list", "--format", "json"], other).stdout.splitlines()]
+    listed = json.loads(_cli(["list", "--format", "json"], other).stdout)  # one array, as kit prints it
     assert listed[0]["repo"] == f"{registry_token.host}/ml-models/cli" and listed[0]["tags"] == ["v1"]
 
 

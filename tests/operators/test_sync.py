@@ -8,6 +8,7 @@ job that never ends or kinds whose runtimes (mpirun, …) this box lacks.
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 from airflow_provider_training.specs.kinds import KINDS
 from tests.operators.helpers import dag_file, job_literal, succeed, xcom
@@ -50,9 +51,11 @@ PyTorchJobOperator(task_id="train", job={job_literal(replicas={"Master": 1, "Wor
     out = "".join(capfd.readouterr())
     assert "[mnist-master-0] epoch 1 loss 0.5" in out and "[mnist-master-0] epoch 2 loss 0.25" in out
     assert "[mnist-worker-0]" not in out  # log_replicas="master" by default
+    # the extra link opens the cockpit's "Training job" tab of this task instance
     assert xcom(ti, "_link_TrainingJobLink").endswith(
-        f"/apis/kubeflow.org/v1/namespaces/{test_namespace}/pytorchjobs/mnist"
+        f"/runs/{quote(ti.run_id, safe='')}/tasks/{ti.task_id}/plugin/training-job"
     )
+    assert xcom(ti, "job_conn_id") == ""  # the embedded control plane
 
 
 CRASH = (

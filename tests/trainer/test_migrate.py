@@ -285,3 +285,14 @@ def test_references_nothing_sets_are_reported() -> None:
     assert any(
         "args[0]: $(PYTORCH_JOB_NAME): stays literal text, no Training Operator version sets it" in m for m in lost
     )
+
+
+def test_cli_reports_what_validate_says_about_the_result(tmp_path: Path) -> None:
+    path = tmp_path / "long.yaml"
+    path.write_text(yaml.safe_dump(mutate(_mnist(), "metadata.name", "m" * 60)))
+    result = _cli("-f", str(path))
+    assert result.returncode == 0
+    assert (
+        f"# validate: TrainJob {'m' * 60}: error: metadata.name: the JobSet the controller creates for this TrainJob"
+        in result.stdout
+    )

@@ -102,6 +102,10 @@ def test_worked_example_torch_two_nodes() -> None:
         ({"resourcesPerNode": {"limits": {"nvidia.com/mig-1g.5gb": 1, "cpu": 2}}}, "2"),  # MIG is not "gpu"
         ({"resourcesPerNode": {"limits": {"nvidia.com/gpu": 1}}, "numProcPerNode": 2}, "2"),
         ({}, "1"),
+        # Cases of upstream's torch_test.go: Quantity.Value() rounds up; any resource named *gpu* counts.
+        ({"resourcesPerNode": {"limits": {"cpu": "2.5"}, "requests": {"cpu": "2.5"}}}, "3"),
+        ({"resourcesPerNode": {"limits": {"cpu": "0.7"}, "requests": {"cpu": "0.7"}}}, "1"),
+        ({"resourcesPerNode": {"limits": {"cpu": "6", "example.com/gpu": "2"}}}, "auto"),
     ],
 )
 def test_torch_nproc_per_node(trainer: dict[str, Any], expected: str) -> None:

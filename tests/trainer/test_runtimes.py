@@ -48,3 +48,10 @@ def test_documents_are_fresh_api_objects_that_pass_every_check() -> None:
         assert documents.check_document(doc).errors == []
     reports = validate(default_runtime_documents())
     assert all(r.ok and not r.warnings for r in reports), [r.lines() for r in reports]
+
+
+def test_validate_dispatches_exactly_the_trainer_kinds() -> None:
+    from airflow_provider_training.specs.trainer import TRAINER_KINDS
+    from airflow_provider_training.validation import TRAINER_KINDS as DISPATCHED
+
+    assert sorted(DISPATCHED) == sorted(TRAINER_KINDS)

@@ -386,3 +386,19 @@ def test_gpu_lint() -> None:
         "the XGBoost runtime counts one worker per GPU" in w
         for w in _warnings(trainjob(runtime_name="xgboost-distributed", resourcesPerNode=gpus))
     )
+
+
+def test_generate_name_is_checked_as_the_name_the_server_generates() -> None:
+    job = trainjob(numNodes=2)
+    job["metadata"] = {"generateName": "tj-"}
+    assert _errors(job) == []
+    job["metadata"] = {"generateName": "Tj-"}
+    assert _errors(job) == ['Invalid value: "object": metadata.name must match RFC 1035 DNS label format']
+    job["metadata"] = {"generateName": "t" * 60}  # cut to 58 + 5 random characters: too long for JobSet's names
+    assert any("JobSet name is too long, job names generated" in e for e in _errors(job))
+
+
+def test_jobset_with_generate_name() -> None:
+    doc = _jobset()
+    doc["metadata"] = {"generateName": "js-"}
+    assert _errors(doc) == []

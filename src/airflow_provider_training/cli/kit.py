@@ -1,4 +1,4 @@
-"""``airflow-training kit pack|push|pull|unpack|inspect|login|list`` — kit's commands, natively.
+"""``airflow-training kit pack|push|pull|unpack|inspect|login|list|diff`` — kit's commands, natively.
 
 Same home and storage as kit (``KITOPS_HOME``); passwords only from stdin (``--password-stdin``).
 Progress bars go to stderr and only when it is a terminal.
@@ -9,12 +9,17 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
-from airflow_provider_training.kitops import api, transfer
+from airflow_provider_training.kitops import api, keys, packpush, signing, transfer
+from airflow_provider_training.kitops import diff as diffmod
 from airflow_provider_training.kitops import pack as packmod
+from airflow_provider_training.kitops.mediatypes import LAYER_FORMATS
+from airflow_provider_training.kitops.modelpack import read_kitfile
 from airflow_provider_training.kitops.reference import DEFAULT_TAG, ReferenceError, parse
 from airflow_provider_training.kitops.registry import RegistryError
 from airflow_provider_training.kitops.store import LocalStore, StoreError
@@ -65,6 +70,14 @@ def register(subparsers: Any) -> None:
         "-f", "--file", help="Kitfile path, '-' for stdin (default: the directory's Kitfile, else generated)"
     )
     p.add_argument("--compression", choices=COMPRESSIONS, default="none")
+    p.add_argument("--use-model-pack", action="store_true", help="write the CNCF ModelPack format (as kit)")
+    p.add_argument(
+        "--layer-format", choices=LAYER_FORMATS, default="tar", help="raw: each layer is one file stored verbatim"
+    )
+    p.add_argument(
+        "--push", action="store_true", help="stream the layers straight to the registry (no copy in the local store)"
+    )
+    _net(p)
     p.set_defaults(func=cmd_pack)
 
     p = sub.add_parser("push", help="push a ModelKit from the local store to its registry")
@@ -90,6 +103,10 @@ def register(subparsers: Any) -> None:
     p = sub.add_parser("inspect", help="print the ModelKit's manifest and Kitfile as JSON")
     p.add_argument("reference")
     p.add_argument("-r", "--remote", action="store_true")
+    p.add_argument(
+        "--provenance", action="store_true", help="print the provenance statement attached in the registry instead"
+    )
+    p.add_argument("--key", help="with --provenance: verify it with this public key (cosign.pub)")
     _net(p)
     p.set_defaults(func=cmd_inspect)
 
@@ -104,7 +121,36 @@ def register(subparsers: Any) -> None:
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.set_defaults(func=cmd_list)
 
-    for name in ("pack", "push", "pull", "unpack", "inspect", "login", "list"):
+    p = sub.add_parser("diff", help="compare two ModelKits: layers and the files that changed in them")
+    p.add_argument("first", help="reference; prefix local:// or remote:// (default: local, else remote)")
+    p.add_argument("second")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--no-files", action="store_true", help="compare layers only (do not read changed layers)")
+    _net(p)
+    p.set_defaults(func=cmd_diff)
+
+    p = sub.add_parser("keygen", help="write an ECDSA P-256 key pair as cosign does (cosign.key, cosign.pub)")
+    p.add_argument("--output-key-prefix", default="cosign")
+    p.add_argument("--password-stdin", action="store_true", help="read the password from stdin (else $COSIGN_PASSWORD)")
+    p.set_defaults(func=cmd_keygen)
+
+    p = sub.add_parser("sign", help="sign a pushed ModelKit's digest in cosign's format")
+    p.add_argument("reference", help="registry/namespace/repo:tag or @sha256:…")
+    p.add_argument("--key", required=True, help="private key file (cosign.key or PKCS #8 PEM)")
+    p.add_argument("--password-stdin", action="store_true", help="key password on stdin (else $COSIGN_PASSWORD)")
+    p.add_argument("-a", "--annotation", action="append", default=[], help="KEY=VALUE into the signed payload")
+    _net(p)
+    p.set_defaults(func=cmd_sign)
+
+    p = sub.add_parser("verify", help="verify a ModelKit's cosign signature (and its layers and provenance)")
+    p.add_argument("reference")
+    p.add_argument("--key", required=True, help="public key file (cosign.pub) or X.509 certificate")
+    p.add_argument("--no-layers", action="store_true", help="do not read the layers to check their digests")
+    p.add_argument("--require-provenance", action="store_true")
+    _net(p)
+    p.set_defaults(func=cmd_verify)
+
+    for name in ("pack", "push", "pull", "unpack", "inspect", "login", "list", "diff", "keygen", "sign", "verify"):
         sub.choices[name].set_defaults(_wrapped=True)
 
 
@@ -123,6 +169,8 @@ def _guard(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namesp
             StoreError,
             UnpackError,
             UnsafePathError,
+            keys.KeyProblem,
+            signing.SignatureError,
             FileNotFoundError,
             ValueError,
         ) as exc:
@@ -139,10 +187,22 @@ def cmd_pack(args: argparse.Namespace) -> int:
     kitfile = args.file
     if kitfile == "-":  # as kit: the Kitfile's YAML on stdin (a trailing newline marks it as text)
         kitfile = sys.stdin.read().rstrip("\n") + "\n"
+    options = {
+        "kitfile": kitfile,
+        "compression": args.compression,
+        "modelpack": args.use_model_pack,
+        "layer_format": args.layer_format,
+    }
+    if args.push:
+        if ref is None:
+            print("Error: pack --push needs a reference (-t registry/namespace/repo:tag)", file=sys.stderr)
+            return 1
+        with _client(args, ref.registry) as client, progress_bar(f"packing and pushing {ref}", None) as progress:
+            res = packpush.pack_and_push(args.directory, ref, client, progress=progress, **options)
+        print(f"Pushed {res.digest}")
+        return 0
     with progress_bar("packing", None) as progress:
-        res = packmod.pack(
-            args.directory, kitfile=kitfile, reference=ref, compression=args.compression, progress=progress
-        )
+        res = packmod.pack(args.directory, reference=ref, progress=progress, **options)
     print(f"Model saved: {res.digest}")
     return 0
 
@@ -186,6 +246,16 @@ def cmd_unpack(args: argparse.Namespace) -> int:
 @_guard
 def cmd_inspect(args: argparse.Namespace) -> int:
     ref = parse(args.reference, default_tag=DEFAULT_TAG)
+    if args.provenance:
+        key = _public_key(args.key) if args.key else None
+        with _client(args, ref.registry) as client:
+            _, digest, _ = transfer.fetch_manifest(client, ref)
+            statement = signing.read_provenance(client, ref, digest, key)
+        if statement is None:
+            print(f"Error: {ref}@{digest} has no provenance attestation", file=sys.stderr)
+            return 1
+        print(json.dumps(statement, indent=2))
+        return 0
     if args.remote:
         with _client(args, ref.registry) as client:
             data = transfer.inspect_remote(client, ref)
@@ -225,7 +295,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     rows = []
     for kit in store.list():
         manifest = store.read_manifest(kit.descriptor)
-        config = json.loads(store.read_blob(manifest["config"]["digest"]))
+        config = read_kitfile(manifest, store.read_blob(manifest["config"]["digest"]), kit.repo_key).to_go_dict()
         size = sum(layer["size"] for layer in manifest.get("layers") or []) + manifest["config"]["size"]
         repo = kit.repo_key if kit.repo_key != packmod.UNTAGGED_REPO else "<none>"
         rows.append(
@@ -238,12 +308,100 @@ def cmd_list(args: argparse.Namespace) -> int:
                 "author": ", ".join((config.get("package") or {}).get("authors") or []),
             }
         )
-    if args.format == "json":
-        for row in rows:
-            print(json.dumps(row))
+    if args.format == "json":  # as kit: one indented JSON array
+        print(json.dumps(rows, indent=2))
         return 0
     print(f"{'REPOSITORY':<40} {'TAG':<12} {'NAME':<20} {'SIZE':<10} DIGEST")
     for row in rows:
         for tag in row["tags"] or ["<none>"]:
             print(f"{row['repo']:<40} {tag:<12} {row['modelName']:<20} {row['size']:<10} {row['digest']}")
+    return 0
+
+
+def _side(args: argparse.Namespace, text: str, store: LocalStore, clients: contextlib.ExitStack) -> Any:
+    where = "remote" if text.startswith("remote://") else "local" if text.startswith("local://") else ""
+    ref = parse(text.removeprefix("remote://").removeprefix("local://"), default_tag=DEFAULT_TAG)
+    if where != "remote":
+        try:
+            return transfer.local_side(store, ref)
+        except StoreError:
+            if where == "local":
+                raise
+    client = clients.enter_context(_client(args, ref.registry))
+    return transfer.remote_side(client, ref)
+
+
+@_guard
+def cmd_diff(args: argparse.Namespace) -> int:
+    store = LocalStore()
+    with contextlib.ExitStack() as clients:
+        first = _side(args, args.first, store, clients)
+        second = _side(args, args.second, store, clients)
+        result = diffmod.diff(first, second, files=not args.no_files)
+    if args.format == "json":
+        print(json.dumps(result.to_json(), indent=2))
+    else:
+        for line in diffmod.render(result):
+            print(line)
+    return 0
+
+
+def _password(args: argparse.Namespace) -> str | None:
+    if getattr(args, "password_stdin", False):
+        return sys.stdin.read().rstrip("\r\n")
+    return os.environ.get("COSIGN_PASSWORD")
+
+
+def _public_key(path: str) -> Any:
+    data, source = keys.key_bytes(path, "public key")
+    return keys.load_public_key(data, source)
+
+
+@_guard
+def cmd_keygen(args: argparse.Namespace) -> int:
+    password = _password(args)
+    if password is None:
+        print("Error: give the key password on stdin (--password-stdin) or in $COSIGN_PASSWORD", file=sys.stderr)
+        return 1
+    private, public = Path(f"{args.output_key_prefix}.key"), Path(f"{args.output_key_prefix}.pub")
+    for path in (private, public):
+        if path.exists():
+            print(f"Error: {path} exists; remove it or choose another --output-key-prefix", file=sys.stderr)
+            return 1
+    pair = keys.generate_key_pair(password)
+    fd = os.open(private, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(pair.private_pem)
+    public.write_bytes(pair.public_pem)
+    print(f"Private key written to {private}\nPublic key written to {public}")
+    return 0
+
+
+@_guard
+def cmd_sign(args: argparse.Namespace) -> int:
+    ref = parse(args.reference, default_tag=DEFAULT_TAG)
+    key = keys.load_private_key(keys.read_key_file(args.key, "private key"), _password(args), f"private key {args.key}")
+    optional = dict(a.split("=", 1) for a in args.annotation if "=" in a)
+    with _client(args, ref.registry) as client:
+        _, digest, _ = transfer.fetch_manifest(client, ref)
+        res = signing.sign(client, ref, digest, key, optional or None)
+    where = "tag and OCI referrer" if res.referrers else "tag (registry has no referrers API)"
+    print(f"Signed {res.reference}@{res.digest} -> {res.tag} ({where})")
+    return 0
+
+
+@_guard
+def cmd_verify(args: argparse.Namespace) -> int:
+    ref = parse(args.reference, default_tag=DEFAULT_TAG)
+    key = _public_key(args.key)
+    with _client(args, ref.registry) as client:
+        res = signing.verify(
+            client, ref, key, check_layers=not args.no_layers, require_provenance=args.require_provenance
+        )
+    print(f"Verified {res.reference}@{res.digest}: {res.signatures} valid signature(s) by the key")
+    if res.layers_checked:
+        print(f"  {res.layers_checked} blobs match their digests")
+    if res.provenance is not None:
+        run = res.provenance["predicate"]["runDetails"]["metadata"].get("invocationId", "")
+        print(f"  provenance (SLSA v1) signed by the same key: {run}")
     return 0

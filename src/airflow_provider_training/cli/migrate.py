@@ -57,6 +57,18 @@ def run(args: argparse.Namespace) -> int:
                 print(str(JobSpecError(doc.source, issues)), file=sys.stderr)
                 failed += 1
                 continue
-            outputs.append(f"# source: {doc.source}\n" + migrate(doc.data).render())
+            migration = migrate(doc.data)
+            outputs.append(f"# source: {doc.source}\n" + _checked(migration.render(), migration.documents()))
     sys.stdout.write("---\n".join(outputs))
     return 1 if failed else 0
+
+
+def _checked(rendered: str, documents: list[dict[str, Any]]) -> str:
+    """The migration with what ``airflow-training validate`` says about it, as comments on top."""
+    from airflow_provider_training.validation import validate
+
+    lines = []
+    for report in validate(documents):
+        lines += [f"# validate: {report.kind} {report.name}: error: {issue}" for issue in report.errors]
+        lines += [f"# validate: {report.kind} {report.name}: warning: {issue}" for issue in report.warnings]
+    return "\n".join(lines) + "\n" + rendered if lines else rendered

@@ -75,8 +75,14 @@ class KitEngine:
         reference: str,
         kitfile: str | Path | None = None,
         compression: str = "none",
+        modelpack: bool = False,
+        layer_format: str = "tar",
     ) -> str:
         args = ["pack", str(directory), "-t", reference, "--compression", compression, "--progress", "none"]
+        if modelpack:
+            args.append("--use-model-pack")
+        if layer_format != "tar":
+            args += ["--layer-format", layer_format]
         stdin = None
         if kitfile is not None:
             text = str(kitfile)
@@ -148,13 +154,18 @@ class KitEngine:
 
     def list(self) -> list[dict[str, Any]]:
         out = self.run(["list", "--format", "json", "--progress", "none"])
-        rows: list[dict[str, Any]] = []
-        for line in out.splitlines():
-            line = line.strip()
-            if line.startswith(("{", "[")):
-                data = json.loads(line)
-                rows.extend(data if isinstance(data, list) else [data])
-        return rows
+        start = min((i for i in (out.find("["), out.find("{")) if i >= 0), default=-1)
+        if start < 0:
+            return []
+        try:  # kit prints one indented JSON array; older builds printed one object per line
+            data = json.loads(out[start:])
+        except json.JSONDecodeError:
+            rows: list[dict[str, Any]] = []
+            for line in out.splitlines():
+                if line.strip().startswith("{"):
+                    rows.append(json.loads(line))
+            return rows
+        return data if isinstance(data, list) else [data]
 
     @staticmethod
     def _digest(out: str, what: str) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 
 # A pinned release of KitOps' CLI image (entrypoint ``kit``, Alpine with ``sh``); override per task
 # or with ``[training] kit_image``.
-KIT_IMAGE = "ghcr.io/kitops-ml/kitops:v1.10.0"
+KIT_IMAGE = "ghcr.io/kitops-ml/kitops:v1.16.0"
 SOURCE_MOUNT = "/modelkit-source"
 KITOPS_HOME_MOUNT = "/kitops-home"
 CONTAINER = "kit"
@@ -45,6 +45,8 @@ class PackageJob:
     image: str = KIT_IMAGE
     kitfile: str | None = None
     compression: str = "none"
+    modelpack: bool = False  # kit's --use-model-pack
+    layer_format: str = "tar"
     plain_http: bool = False
     tls_verify: bool = True
     secret: str | None = None  # Secret with KIT_USER / KIT_PASSWORD; None = anonymous push
@@ -87,6 +89,10 @@ def script(job: PackageJob) -> str:
     pack = 'kit pack "$MODELKIT_SOURCE" -t "$MODELKIT_REFERENCE"'
     if job.compression != "none":
         pack += f" --compression {job.compression}"
+    if job.modelpack:
+        pack += " --use-model-pack"
+    if job.layer_format != "tar":
+        pack += f" --layer-format {job.layer_format}"
     if job.kitfile_is_text:
         lines.append(f"printf '%s' \"$MODELKIT_KITFILE\" | {pack} -f -")
     elif job.kitfile:

@@ -9,15 +9,18 @@ upload or download, and offers no progress hook.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
+import queue
 import re
 import ssl
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urljoin
 
 import httpx
@@ -34,6 +37,7 @@ USER_AGENT = f"airflow-provider-training/{__version__}"
 # registries kit always sends monolithically (they reject or mishandle chunked uploads)
 _MONOLITHIC_HOSTS = re.compile(r"(^ghcr\.io$|\.pkg\.dev$|gcr\.io$|amazonaws\.com(\.cn)?$)")
 ProgressFn = Callable[[int], None]
+T = TypeVar("T")
 
 
 class RegistryError(RuntimeError):
@@ -307,6 +311,93 @@ class RegistryClient:
                 self._sleep(attempt)
         raise AssertionError("unreachable")
 
+    def push_bytes(self, repo: str, data: bytes) -> str:
+        """Upload a small blob (config, signature payload) held in memory; returns its digest.
+        One request where the registry takes a monolithic ``POST ?digest=`` (distribution does),
+        else POST then PUT; re-uploading an existing blob is harmless, so there is no HEAD first."""
+        digest = "sha256:" + hashlib.sha256(data).hexdigest()
+        scope = _scope(repo, push=True)
+        headers = {"Content-Type": "application/octet-stream", "Content-Length": str(len(data))}
+        resp = self.request(
+            "POST",
+            _with_digest(urljoin(self.base + "/", f"/v2/{repo}/blobs/uploads/"), digest),
+            scope=scope,
+            headers=headers,
+            content=lambda: data,
+        )
+        if resp.status_code == 201:
+            return digest
+        if resp.status_code != 202 or "Location" not in resp.headers:
+            raise self._fail(resp, f"upload of {digest}")
+        location = urljoin(self.base + "/", resp.headers["Location"])
+        resp = self.request("PUT", _with_digest(location, digest), scope=scope, headers=headers, content=lambda: data)
+        if resp.status_code != 201:
+            raise self._fail(resp, f"upload of {digest}")
+        return digest
+
+    def push_stream(self, repo: str, produce: Callable[[Any], T]) -> tuple[T, int]:
+        """Upload a blob whose digest is known only at its end (``kit pack --push``): ``produce``
+        writes the bytes into the file-like object it is given and returns a result with a
+        ``digest`` attribute; the bytes stream through a bounded queue into one PATCH and are never
+        stored. On a failed attempt the blob is produced again from the start."""
+        scope = _scope(repo, push=True)
+        for attempt in range(self.options.retries + 1):
+            location = self._start_upload(repo, scope)
+            pipe = _Pipe()
+            outcome: dict[str, Any] = {}
+
+            def run(pipe: _Pipe = pipe, outcome: dict[str, Any] = outcome) -> None:
+                try:
+                    outcome["result"] = produce(pipe)
+                    pipe.close()
+                except BaseException as exc:  # reported to the uploading thread
+                    outcome["error"] = exc
+                    pipe.fail(exc)
+
+            worker = threading.Thread(target=run, name="kit-pack-push", daemon=True)
+            worker.start()
+            try:
+                resp = self.request(
+                    "PATCH",
+                    location,
+                    scope=scope,
+                    retry=False,
+                    headers={"Content-Type": "application/octet-stream"},
+                    content=pipe.chunks,
+                )
+            except _Aborted:
+                pipe.abort()
+                worker.join()
+                raise outcome["error"] from None
+            except UnreachableError as exc:
+                pipe.abort()
+                worker.join()
+                if "error" in outcome:
+                    raise outcome["error"] from None
+                if attempt >= self.options.retries:
+                    raise
+                log.warning("registry %s: restarting a streamed upload (%s)", self.registry, exc)
+                self._sleep(attempt)
+                continue
+            finally:
+                pipe.abort()
+            worker.join()
+            if "error" in outcome:
+                raise outcome["error"]
+            if resp.status_code >= 500 and attempt < self.options.retries:
+                self._sleep(attempt)
+                continue
+            if resp.status_code != 202:
+                raise self._fail(resp, "streamed upload")
+            location = urljoin(self.base + "/", resp.headers.get("Location", location))
+            result = outcome["result"]
+            digest = str(result.digest)
+            done = self.request("PUT", _with_digest(location, digest), scope=scope, headers={"Content-Length": "0"})
+            if done.status_code != 201:
+                raise self._fail(done, f"completing the streamed upload of {digest}")
+            return result, pipe.sent
+        raise RegistryError(f"streamed upload to {self.registry}/{repo} kept failing")
+
     def _start_upload(self, repo: str, scope: str) -> str:
         resp = self.request("POST", f"/v2/{repo}/blobs/uploads/", scope=scope, headers={"Content-Length": "0"})
         if resp.status_code != 202 or "Location" not in resp.headers:
@@ -444,6 +535,17 @@ class RegistryClient:
             raise DigestMismatchError(f"blob {digest} from {self.registry}/{repo} is corrupted (digest mismatch)")
         return data
 
+    @contextlib.contextmanager
+    def open_blob_stream(self, repo: str, digest: str) -> Iterator[_StreamReader]:
+        """A blob as a read-only stream (nothing stored); used by ``diff`` to list a layer's files."""
+        resp = self.request("GET", f"/v2/{repo}/blobs/{digest}", scope=_scope(repo, push=False), stream=True)
+        try:
+            if resp.status_code != 200:
+                raise self._fail(resp, f"fetching blob {digest}")
+            yield _StreamReader(resp.iter_bytes(MIB))
+        finally:
+            resp.close()
+
     def fetch_blob(self, repo: str, digest: str, size: int, partial: Path, progress: ProgressFn | None = None) -> None:
         """Download into ``partial`` (resuming from its length) and verify the digest."""
         scope = _scope(repo, push=False)
@@ -493,6 +595,83 @@ class RegistryClient:
 
 class _RestartUpload(Exception):
     pass
+
+
+class _StreamReader:
+    """``read(n)`` over an iterator of byte chunks."""
+
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self._chunks = chunks
+        self._buf = b""
+
+    def read(self, n: int = -1) -> bytes:
+        while n < 0 or len(self._buf) < n:
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                break
+            self._buf += chunk
+        if n < 0:
+            data, self._buf = self._buf, b""
+        else:
+            data, self._buf = self._buf[:n], self._buf[n:]
+        return data
+
+
+class _Aborted(Exception):
+    pass
+
+
+class _Pipe:
+    """A file-like sink for one producer thread whose bytes an HTTP body generator drains: chunks of
+    up to 1 MiB, at most four in flight, so memory stays bounded whatever the blob size."""
+
+    def __init__(self, chunk: int = MIB, depth: int = 4) -> None:
+        self._queue: queue.Queue[bytes | BaseException | None] = queue.Queue(depth)
+        self._buf = bytearray()
+        self._chunk = chunk
+        self._aborted = threading.Event()
+        self.sent = 0
+
+    def write(self, data: bytes | memoryview) -> int:
+        if self._aborted.is_set():
+            raise _Aborted("upload aborted")
+        self._buf += data
+        if len(self._buf) >= self._chunk:
+            self._put(bytes(self._buf))
+            self._buf.clear()
+        return len(data)
+
+    def _put(self, item: bytes | BaseException | None) -> None:
+        while not self._aborted.is_set():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+        raise _Aborted("upload aborted")
+
+    def close(self) -> None:
+        if self._buf:
+            self._put(bytes(self._buf))
+            self._buf.clear()
+        self._put(None)
+
+    def fail(self, exc: BaseException) -> None:
+        with contextlib.suppress(_Aborted):
+            self._put(exc)
+
+    def abort(self) -> None:
+        self._aborted.set()
+
+    def chunks(self) -> Iterator[bytes]:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            if isinstance(item, BaseException):
+                raise _Aborted("the blob could not be produced") from item
+            self.sent += len(item)
+            yield item
 
 
 def _with_digest(location: str, digest: str) -> str:

@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_provider_training.kitops import mediatypes
+from airflow_provider_training.kitops.diff import Side
+from airflow_provider_training.kitops.modelpack import read_kitfile
 from airflow_provider_training.kitops.reference import DEFAULT_TAG, Reference, parse
 from airflow_provider_training.kitops.registry import ProgressFn, RegistryClient, RegistryError
 from airflow_provider_training.kitops.store import Descriptor, LocalStore, StoreError
-from airflow_provider_training.specs.kitfile import Kitfile
 
 log = logging.getLogger(__name__)
 MAX_PARENT_HOPS = 10
@@ -87,12 +88,19 @@ def _layer_summary(manifest: dict[str, Any]) -> list[dict[str, Any]]:
 def fetch_manifest(client: RegistryClient, ref: Reference) -> tuple[bytes, str, dict[str, Any]]:
     _require_registry(ref)
     data, digest = client.get_manifest(ref.repository, ref.target)
-    manifest = json.loads(data)
+    try:
+        manifest = json.loads(data)
+    except ValueError:
+        raise RegistryError(f"reference {ref} on {ref.registry} has a manifest that is not JSON") from None
     if not mediatypes.is_modelkit_manifest(manifest):
         raise RegistryError(
-            f"reference {ref} exists but is not a ModelKit (config media type "
-            f"{manifest.get('config', {}).get('mediaType')!r})"
+            f"reference {ref} exists but is not a ModelKit or ModelPack (config media type "
+            f"{(manifest.get('config') or {}).get('mediaType')!r})"
         )
+    try:
+        mediatypes.validate_manifest(manifest, f"ModelKit {ref}")
+    except mediatypes.MediaTypeError as exc:
+        raise RegistryError(str(exc)) from None
     return data, digest, manifest
 
 
@@ -128,7 +136,7 @@ def pull(
     store.put_bytes(data)
     desc = Descriptor(mediatypes.MANIFEST, digest, len(data))
     store.add_manifest(ref.repo_key, desc, [ref.tag] if ref.tag and not ref.digest else [])
-    config = Kitfile.from_config_json(store.read_blob(manifest["config"]["digest"]), str(ref))
+    config = read_kitfile(manifest, store.read_blob(manifest["config"]["digest"]), str(ref))
     parent = config.model_reference()
     if parent:
         if _hops >= MAX_PARENT_HOPS:
@@ -155,10 +163,33 @@ def inspect_local(store: LocalStore, ref: Reference) -> dict[str, Any]:
 
 
 def _inspect(digest: str, manifest: dict[str, Any], config: bytes) -> dict[str, Any]:
-    """kit's ``inspect`` output: ``{digest, cliVersion, kitfile, manifest}``."""
+    """kit's ``inspect`` output: ``{digest, cliVersion, kitfile, manifest}`` (for a ModelPack the
+    Kitfile kit would read from it)."""
+    if mediatypes.manifest_format(manifest) == "modelpack":
+        kitfile = read_kitfile(manifest, config).to_go_dict()
+    else:
+        kitfile = json.loads(config)
     return {
         "digest": digest,
         "cliVersion": (manifest.get("annotations") or {}).get(mediatypes.ANNOTATION_CLI_VERSION, ""),
-        "kitfile": json.loads(config),
+        "kitfile": kitfile,
         "manifest": manifest,
     }
+
+
+def local_side(store: LocalStore, ref: Reference, text: str | None = None) -> Side:
+    """A ModelKit in the local store, for :func:`kitops.diff.diff`."""
+    desc = store.resolve(ref)
+    manifest = store.read_manifest(desc)
+    return Side(text or str(ref), desc.digest, manifest, store.read_blob(manifest["config"]["digest"]), store.open_blob)
+
+
+def remote_side(client: RegistryClient, ref: Reference, text: str | None = None) -> Side:
+    """A ModelKit in a registry, for :func:`kitops.diff.diff` (layers are streamed, never stored)."""
+    _, digest, manifest = fetch_manifest(client, ref)
+    config = client.get_blob_bytes(ref.repository, manifest["config"]["digest"])
+
+    def open_blob(blob: str) -> Any:
+        return client.open_blob_stream(ref.repository, blob)
+
+    return Side(text or str(ref), digest, manifest, config, open_blob)

@@ -1,21 +1,33 @@
-"""Unpack a ModelKit from the local store into a directory, with filters and path safety.
+"""Unpack a ModelKit or ModelPack from the local store into a directory, with filters and path safety.
 
 Every tar entry must be a relative path without ``..`` that stays inside the target after resolving
 symlinks already on disk; links and device entries in a layer are refused (kit never writes them).
+
+A layer is unpacked all or nothing: its files are written as ``.<name>.unpack`` temp files next to
+their targets and renamed into place only after the whole layer was read and its digest matched.
+A corrupt, truncated or mislabelled layer, or a full disk, therefore fails with one line naming the
+layer digest (and the file being written), removes the temp files and the directories it created,
+and leaves every file the user already had untouched.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import hashlib
+import json
 import os
 import posixpath
 import shutil
 import tarfile
+import zlib
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 from airflow_provider_training.kitops import mediatypes
+from airflow_provider_training.kitops.modelpack import read_kitfile
 from airflow_provider_training.kitops.reference import DEFAULT_TAG, Reference, parse
 from airflow_provider_training.kitops.store import LocalStore
 from airflow_provider_training.specs.kitfile import Kitfile
@@ -23,6 +35,7 @@ from airflow_provider_training.specs.kitfile import Kitfile
 FILTERS = ("kitfile", "model", "datasets", "code", "docs", "prompts")
 # media-type base type -> filter name
 _FILTER_OF = {"model": "model", "modelpart": "model", "dataset": "datasets", "code": "code", "docs": "docs"}
+TEMP_SUFFIX = ".unpack"
 
 
 class UnsafePathError(ValueError):
@@ -56,10 +69,25 @@ def _safe_target(root: Path, name: str) -> Path:
     return target
 
 
-def _open_layer(fh: IO[bytes], media_type: str) -> tarfile.TarFile:
-    _, fmt, compression = mediatypes.parse_layer_media_type(media_type)
-    if fmt != "tar":
-        raise UnpackError(f"layer format {fmt} is not supported yet")
+class _Hashing:
+    """A read-only stream that hashes what passes through it (to check the layer digest)."""
+
+    def __init__(self, fh: IO[bytes]) -> None:
+        self._fh = fh
+        self.sha = hashlib.sha256()
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._fh.read(n)
+        self.sha.update(data)
+        return data
+
+    def drain(self) -> None:
+        while self.read(1 << 20):
+            pass
+
+
+def _open_layer(fh: Any, media_type: str) -> tarfile.TarFile:
+    _, _, compression = mediatypes.parse_layer_media_type(media_type)
     if compression == "zstd":
         import zstandard
 
@@ -67,32 +95,145 @@ def _open_layer(fh: IO[bytes], media_type: str) -> tarfile.TarFile:
     return tarfile.open(fileobj=fh, mode="r|gz" if compression.startswith("gzip") else "r|")
 
 
-def extract_layer(fh: IO[bytes], media_type: str, root: Path, overwrite: bool, ignore_existing: bool) -> int:
-    files = 0
-    with _open_layer(fh, media_type) as tar:
-        for member in tar:
-            target = _safe_target(root, member.name)
-            if member.isdir():
-                target.mkdir(parents=True, exist_ok=True)
-                os.chmod(target, (member.mode & 0o7777) | 0o700)
-                continue
-            if not member.isfile():
-                raise UnsafePathError(f"refusing {member.name!r}: links and special files are not allowed")
-            if target.exists():
-                if ignore_existing:
-                    continue
-                if not overwrite:
-                    raise UnpackError(f"{target} already exists (use overwrite to replace it)")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            src = tar.extractfile(member)
-            assert src is not None
-            tmp = target.with_name(f".{target.name}.unpack")
-            with open(tmp, "wb") as out:
-                shutil.copyfileobj(src, out, 1 << 20)
-            os.chmod(tmp, member.mode & 0o7777)
+@dataclass
+class _Staged:
+    """Temp files of one layer waiting to be renamed, and directories the layer created."""
+
+    files: list[tuple[Path, Path]] = field(default_factory=list)  # (temp, target)
+    new_dirs: list[Path] = field(default_factory=list)
+
+    def mkdir(self, path: Path) -> None:
+        missing = []
+        p = path
+        while not p.exists():
+            missing.append(p)
+            p = p.parent
+        path.mkdir(parents=True, exist_ok=True)
+        self.new_dirs.extend(reversed(missing))
+
+    def discard(self) -> None:
+        for tmp, _ in self.files:
+            tmp.unlink(missing_ok=True)
+        for d in reversed(self.new_dirs):
+            with contextlib.suppress(OSError):  # not empty: something else lives there now
+                d.rmdir()
+
+    def commit(self) -> int:
+        for tmp, target in self.files:
             os.replace(tmp, target)
-            files += 1
-    return files
+        return len(self.files)
+
+
+def _stage_file(staged: _Staged, src: IO[bytes], target: Path, mode: int) -> None:
+    staged.mkdir(target.parent)
+    tmp = target.with_name(f".{target.name}{TEMP_SUFFIX}")
+    staged.files.append((tmp, target))
+    with open(tmp, "wb") as out:
+        shutil.copyfileobj(src, out, 1 << 20)
+    os.chmod(tmp, mode & 0o7777)
+
+
+def _exists(target: Path, overwrite: bool, ignore_existing: bool) -> bool:
+    """True when an existing target is to be kept (``ignore_existing``); raises when it may not be
+    replaced."""
+    if not target.exists():
+        return False
+    if ignore_existing:
+        return True
+    if not overwrite:
+        raise UnpackError(f"{target} already exists (use overwrite to replace it)")
+    return False
+
+
+def _describe_corruption(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]
+
+
+def extract_layer(
+    fh: IO[bytes],
+    layer: dict[str, Any] | str,
+    root: Path,
+    overwrite: bool,
+    ignore_existing: bool,
+    raw_path: str | None = None,
+) -> int:
+    """Unpack one layer (its descriptor, or just its media type) read from ``fh``; all or nothing
+    (module docstring); the digest is checked when the descriptor has one."""
+    if isinstance(layer, str):
+        layer = {"mediaType": layer}
+    media_type = layer["mediaType"]
+    digest = str(layer.get("digest", ""))
+    _, layer_format, _ = mediatypes.parse_layer_media_type(media_type)
+    staged = _Staged()
+    reader = _Hashing(fh)
+    current = ""
+    try:
+        if layer_format == "raw":
+            current = _raw_name(layer, raw_path)
+            target = _safe_target(root, current)
+            if not _exists(target, overwrite, ignore_existing):
+                _stage_file(staged, reader, target, _raw_mode(layer))  # type: ignore[arg-type]
+        else:
+            with _open_layer(reader, media_type) as tar:
+                for member in tar:
+                    current = member.name
+                    target = _safe_target(root, member.name)
+                    if member.isdir():
+                        staged.mkdir(target)
+                        os.chmod(target, (member.mode & 0o7777) | 0o700)
+                        continue
+                    if not member.isfile():
+                        raise UnsafePathError(f"refusing {member.name!r}: links and special files are not allowed")
+                    if _exists(target, overwrite, ignore_existing):
+                        continue
+                    src = tar.extractfile(member)
+                    assert src is not None
+                    _stage_file(staged, src, target, member.mode)
+        current = ""
+        reader.drain()
+        actual = "sha256:" + reader.sha.hexdigest()
+        if digest.startswith("sha256:") and actual != digest:
+            raise UnpackError(
+                f"layer {digest} does not match its digest (got {actual}): the blob is corrupted; "
+                "nothing from it was written — pull the ModelKit again"
+            )
+    except (tarfile.TarError, EOFError, zlib.error, OSError, ValueError) as exc:
+        staged.discard()
+        if isinstance(exc, (UnsafePathError, UnpackError)):
+            raise
+        where = f" while writing {current}" if current else ""
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise UnpackError(
+                f"not enough disk space in {root} to unpack layer {digest}{where}; nothing from this layer "
+                "was written — free space or unpack elsewhere"
+            ) from None
+        if isinstance(exc, OSError) and exc.errno is not None:
+            raise UnpackError(f"cannot unpack layer {digest}{where}: {exc.strerror} ({exc.filename})") from None
+        raise UnpackError(
+            f"layer {digest} ({media_type}) is corrupt or truncated{where}: {_describe_corruption(exc)}; "
+            "nothing from it was written — pull the ModelKit again"
+        ) from None
+    except BaseException:
+        staged.discard()
+        raise
+    return staged.commit()
+
+
+def _raw_name(layer: dict[str, Any], fallback: str | None) -> str:
+    annotations = layer.get("annotations") or {}
+    name = annotations.get(mediatypes.ANNOTATION_FILEPATH) or fallback
+    if not name:
+        raise UnpackError(f"raw layer {layer.get('digest')} names no file ({mediatypes.ANNOTATION_FILEPATH})")
+    return str(name)
+
+
+def _raw_mode(layer: dict[str, Any]) -> int:
+    meta = (layer.get("annotations") or {}).get(mediatypes.ANNOTATION_FILE_METADATA)
+    try:
+        return int(json.loads(meta)["mode"]) if meta else 0o644
+    except (ValueError, KeyError, TypeError):
+        return 0o644
 
 
 def unpack(
@@ -104,7 +245,8 @@ def unpack(
     ignore_existing: bool = False,
     _hops: int = 0,
 ) -> UnpackResult:
-    """Unpack ``ref`` into ``directory``; ``filters`` limits to some of :data:`FILTERS` (default all)."""
+    """Unpack ``ref`` into ``directory``; ``filters`` limits to some of :data:`FILTERS` (default all).
+    ModelKits and ModelPacks alike (the format is read from the manifest)."""
     wanted = set(filters) or set(FILTERS)
     unknown = wanted - set(FILTERS)
     if unknown:
@@ -113,7 +255,11 @@ def unpack(
     root.mkdir(parents=True, exist_ok=True)
     desc = store.resolve(ref)
     manifest = store.read_manifest(desc)
-    config = Kitfile.from_config_json(store.read_blob(manifest["config"]["digest"]), str(ref))
+    try:
+        mediatypes.validate_manifest(manifest, f"ModelKit {ref}")
+    except mediatypes.MediaTypeError as exc:
+        raise UnpackError(str(exc)) from None
+    config = read_kitfile(manifest, store.read_blob(manifest["config"]["digest"]), str(ref))
     files = layers = 0
     parent = config.model_reference()
     if parent and "model" in wanted and _hops < 10:
@@ -127,8 +273,10 @@ def unpack(
             _hops + 1,
         )
         files, layers = sub.files, sub.layers
-    if "kitfile" in wanted and _hops == 0:
-        _write_kitfile(root / "Kitfile", config, overwrite)
+    kitfile_text = None
+    if "kitfile" in wanted and _hops == 0:  # checked first, written last: a failed unpack keeps the user's
+        kitfile_text = _kitfile_text(root / "Kitfile", config, overwrite)
+    paths = {info.digest: path for _, _, info, path in config.layer_entries() if info.digest}
     for layer in manifest.get("layers") or []:
         base, _, _ = mediatypes.parse_layer_media_type(layer["mediaType"])
         subtype = (layer.get("annotations") or {}).get(mediatypes.ANNOTATION_SUBTYPE)
@@ -136,16 +284,28 @@ def unpack(
         if name not in wanted:
             continue
         with store.open_blob(layer["digest"]) as fh:
-            files += extract_layer(fh, layer["mediaType"], root, overwrite, ignore_existing)
+            files += extract_layer(fh, layer, root, overwrite, ignore_existing, paths.get(layer["digest"]))
         layers += 1
+    if kitfile_text is not None:
+        _write_atomically(root / "Kitfile", kitfile_text)
     return UnpackResult(root, files, layers)
 
 
-def _write_kitfile(path: Path, config: Kitfile, overwrite: bool) -> None:
+def _kitfile_text(path: Path, config: Kitfile, overwrite: bool) -> str:
     text = config.to_yaml()
     if path.exists() and path.read_text() != text and not overwrite:
         raise UnpackError(f"{path} exists and differs from the ModelKit's Kitfile (use overwrite)")
-    path.write_text(text)
+    return text
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}{TEMP_SUFFIX}")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise UnpackError(f"cannot write {path}: {exc.strerror}") from None
 
 
 def describe(manifest: dict[str, Any]) -> list[str]:

@@ -1,4 +1,5 @@
-"""Extra link from a ModelKit task to the registry page of what it pushed (TCR console for TCR hosts)."""
+"""Extra link from a ModelKit task to the cockpit's "ModelKit" tab (layers, digest, Kitfile, metrics);
+``registry_url`` gives the registry's own page (TCR's console), which that tab links to."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 from airflow.sdk import BaseOperatorLink
 
 from airflow_provider_training.kitops.reference import TCR_PERSONAL_HOST, ReferenceError, parse
+from airflow_provider_training.links.cockpit import MODELKIT_ROUTE, pushed, view_url
 
 TCR_CONSOLE = "https://console.cloud.tencent.com/tcr"
 
@@ -28,10 +30,12 @@ def registry_url(reference: str) -> str:
 
 
 class ModelKitRegistryLink(BaseOperatorLink):
-    name = "ModelKit in registry"
+    name = "ModelKit"
 
     def get_link(self, operator: Any, *, ti_key: Any) -> str:
         from airflow.sdk.execution_time.xcom import XCom
 
+        if not pushed(operator, "_pushed_reference"):
+            return ""  # the task failed before it pushed a ModelKit
         reference = XCom.get_value(ti_key=ti_key, key="reference")
-        return registry_url(reference) if reference else ""
+        return view_url(ti_key, MODELKIT_ROUTE) if reference else ""

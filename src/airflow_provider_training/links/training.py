@@ -1,5 +1,5 @@
-"""Extra link from a job task to its training job: a console page from ``[training] job_link_template``
-(e.g. TKE's), or the job's URL on the API server (for the embedded control plane)."""
+"""Extra link from a job task to its training job: the cockpit's "Training job" tab in Airflow's UI,
+or a console page from ``[training] job_link_template`` (e.g. TKE's or a Kubeflow dashboard)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 from airflow.sdk import BaseOperatorLink
 
 from airflow_provider_training.client.resources import RESOURCES
+from airflow_provider_training.links.cockpit import JOB_ROUTE, pushed, view_url
 
 FIELDS = ("kind", "plural", "name", "namespace", "uid")
 
@@ -40,12 +41,17 @@ class TrainingJobLink(BaseOperatorLink):
         from airflow.sdk import conf
         from airflow.sdk.execution_time.xcom import XCom
 
+        if not pushed(operator, "_submitted"):
+            return ""  # the task failed before it submitted a job
         name = XCom.get_value(ti_key=ti_key, key="job_name")
         if not name:
             return ""
+        template = conf.get("training", "job_link_template", fallback="") or ""
+        if not template:
+            return view_url(ti_key, JOB_ROUTE)
         return job_url(
-            conf.get("training", "job_link_template", fallback="") or "",
-            XCom.get_value(ti_key=ti_key, key="job_api_url") or "",
+            template,
+            "",
             kind=XCom.get_value(ti_key=ti_key, key="job_kind") or "",
             name=name,
             namespace=XCom.get_value(ti_key=ti_key, key="job_namespace") or "default",

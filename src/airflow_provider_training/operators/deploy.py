@@ -89,6 +89,14 @@ class InferenceServiceOperator(BaseOperator):
     :param on_failure_action: ``rollback`` | ``delete`` | ``keep`` when the rollout fails or times out.
     :param on_kill_action: ``rollback`` | ``delete`` | ``keep`` when a user kills the task.
     :param log_tail_lines: lines of each predictor container's log in the failure message.
+    :param verify: refuse to deploy a ModelKit that is not signed by the expected key: ``True`` (key
+        from ``verify_key`` or ``signing_conn_id``) or the public key itself (path or PEM text).
+        The verified digest is what gets deployed (``ref@sha256:…``), so a tag moved afterwards
+        cannot swap the model.
+    :param verify_key: public key (cosign.pub path or PEM, or an X.509 certificate) for ``verify``.
+    :param signing_conn_id: ``modelkit_signing`` connection whose public key ``verify`` uses.
+    :param require_provenance: with ``verify``, also require a provenance attestation by that key.
+    :param verify_layers: with ``verify``, stream every layer from the registry and check its digest.
     """
 
     template_fields: Sequence[str] = (
@@ -100,6 +108,8 @@ class InferenceServiceOperator(BaseOperator):
         "registry_conn_id",
         "storage_secret_name",
         "kubernetes_conn_id",
+        "verify_key",
+        "signing_conn_id",
     )
     template_ext: Sequence[str] = (".yaml", ".yml")
     template_fields_renderers = {"inference_service": "yaml"}
@@ -123,6 +133,11 @@ class InferenceServiceOperator(BaseOperator):
         on_failure_action: str = "rollback",
         on_kill_action: str = "rollback",
         log_tail_lines: int = 30,
+        verify: bool | str = False,
+        verify_key: str | None = None,
+        signing_conn_id: str | None = None,
+        require_provenance: bool = False,
+        verify_layers: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -148,6 +163,13 @@ class InferenceServiceOperator(BaseOperator):
         self.on_failure_action = on_failure_action
         self.on_kill_action = on_kill_action
         self.log_tail_lines = log_tail_lines
+        if isinstance(verify, str) and verify:
+            verify_key, verify = verify_key or verify, True
+        self.verify = bool(verify)
+        self.verify_key = verify_key
+        self.signing_conn_id = signing_conn_id
+        self.require_provenance = require_provenance
+        self.verify_layers = verify_layers
         self._applied: tuple[str, str, str, dict[str, Any] | None] | None = None
 
     # -- building ----------------------------------------------------------------------------------
@@ -229,7 +251,34 @@ class InferenceServiceOperator(BaseOperator):
         )
         return updated, previous
 
+    def verify_signature(self, context: Any) -> None:
+        """Check the ModelKit's cosign signature (and layers, provenance) before anything is applied;
+        pin ``storage_uri`` to the verified digest. Fails the task with the reason; nothing deployed."""
+        from airflow_provider_training.operators.deploy_verify import verify_modelkit
+
+        if not self.storage_uri:
+            raise AirflowException("verify=True needs storage_uri (the ModelKit to deploy)")
+        pinned, result = verify_modelkit(
+            str(self.storage_uri),
+            registry_conn_id=self.registry_conn_id,
+            verify_key=self.verify_key,
+            signing_conn_id=self.signing_conn_id,
+            require_provenance=self.require_provenance,
+            check_layers=self.verify_layers,
+        )
+        self.log.info(
+            "Signature of %s verified (%d signature(s), %d blobs checked%s)",
+            pinned,
+            result.signatures,
+            result.layers_checked,
+            ", provenance signed by the same key" if result.provenance else "",
+        )
+        self.storage_uri = pinned
+        context["ti"].xcom_push(key="verified_digest", value=result.digest)
+
     def execute(self, context: Any) -> dict[str, Any]:
+        if self.verify:
+            self.verify_signature(context)
         body = self.build()
         client = TrainingJobClient(api_client(self.kubernetes_conn_id), poll_interval=self.poll_interval)
         obj, previous = self.apply(client, body)
@@ -305,7 +354,20 @@ class InferenceServiceOperator(BaseOperator):
         self._fail(client, uid, previous, what, state)
         raise AssertionError("unreachable")
 
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """OpenLineage: the ModelKit in, the InferenceService revision out."""
+        from airflow_provider_training.operators.lineage import deploy_lineage
+
+        return deploy_lineage(self)
+
     def _result(self, state: RolloutState, uid: str, context: Any) -> dict[str, Any]:
+        self._lineage = {
+            "name": self.name,
+            "namespace": self.namespace,
+            "storage_uri": storage_uri(self.storage_uri) if self.storage_uri else None,
+            "revision": state.revision,
+            "url": state.url,
+        }
         if state.url:
             context["ti"].xcom_push(key="url", value=state.url)
             self.log.info(

@@ -13,6 +13,7 @@ and a ``kubernetes`` connection is in use (``kubernetes_conn_id`` or ``[training
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,11 +23,13 @@ from airflow.sdk import Asset, AssetAlias, BaseOperator
 from airflow.sdk.exceptions import AirflowException
 
 from airflow_provider_training.client.sync import TrainingJobClient
+from airflow_provider_training.kitops import keys, packpush, signing, transfer
 from airflow_provider_training.kitops import pack as packmod
-from airflow_provider_training.kitops import transfer
 from airflow_provider_training.kitops.api import make_client
 from airflow_provider_training.kitops.engine import KitEngine, KitEngineError
+from airflow_provider_training.kitops.mediatypes import LAYER_FORMATS
 from airflow_provider_training.kitops.packagejob import KIT_IMAGE, PackageJob
+from airflow_provider_training.kitops.provenance import statement as provenance_statement
 from airflow_provider_training.kitops.reference import DEFAULT_TAG, Reference, ReferenceError, parse
 from airflow_provider_training.kitops.registry import RegistryClient, RegistryError
 from airflow_provider_training.kitops.source import PVC_SCHEME, ClusterModeUnavailableError, resolve_source, split_pvc
@@ -34,6 +37,7 @@ from airflow_provider_training.kitops.store import LocalStore, StoreError
 from airflow_provider_training.kitops.tarlayer import COMPRESSIONS
 from airflow_provider_training.links.modelkit import ModelKitRegistryLink
 from airflow_provider_training.operators.modelkit_job import FINISH_ACTIONS, PackagingJobRunner, job_name
+from airflow_provider_training.operators.modelkit_provenance import build_facts
 from airflow_provider_training.specs.kitfile import KitfileError
 
 ENGINES = ("native", "kit")
@@ -63,6 +67,8 @@ class _ModelKitBase(BaseOperator):
         "namespace",
         "kubernetes_conn_id",
         "image",
+        "signing_conn_id",
+        "signing_key",
     )
     template_fields_renderers = {"kitfile": "yaml"}
     operator_extra_links = (ModelKitRegistryLink(),)
@@ -88,6 +94,13 @@ class _ModelKitBase(BaseOperator):
         poll_interval: float = 10.0,
         backoff_limit: int = 0,
         log_tail_lines: int = 30,
+        modelpack: bool = False,
+        layer_format: str = "tar",
+        sign: bool = False,
+        signing_conn_id: str | None = None,
+        signing_key: str | None = None,
+        provenance: bool = True,
+        training_task_ids: list[str] | None = None,
         **kwargs: Any,
     ) -> None:
         self.alias = AssetAlias(f"modelkit:{kwargs.get('task_id', '')}")
@@ -117,6 +130,16 @@ class _ModelKitBase(BaseOperator):
         self.poll_interval = poll_interval
         self.backoff_limit = backoff_limit
         self.log_tail_lines = log_tail_lines
+        self.modelpack = modelpack
+        if layer_format not in LAYER_FORMATS:
+            raise ValueError(f"layer_format must be one of {', '.join(LAYER_FORMATS)} (got {layer_format!r})")
+        self.layer_format = layer_format
+        self.sign = sign  # also implied by signing_conn_id / signing_key once rendered (an empty one: off)
+        self.signing_conn_id = signing_conn_id
+        self.signing_key = signing_key
+        self.provenance = provenance
+        self.training_task_ids = training_task_ids
+        self._pushed_reference: str | None = None  # for the extra link: set once the reference is in XCom
 
     # -- shared steps -------------------------------------------------------------------------------
     def _check(self) -> Reference:
@@ -164,7 +187,14 @@ class _ModelKitBase(BaseOperator):
         self.log.info("Packing %s as %s (compression %s, engine %s)", directory, ref, self.compression, self.engine)
         try:
             if self.engine == "kit":
-                self._kit().pack(directory, str(ref), kitfile=self.kitfile, compression=self.compression)
+                self._kit().pack(
+                    directory,
+                    str(ref),
+                    kitfile=self.kitfile,
+                    compression=self.compression,
+                    modelpack=self.modelpack,
+                    layer_format=self.layer_format,
+                )
                 inspected = transfer.inspect_local(LocalStore(), ref)
                 manifest = inspected["manifest"]
                 result = {
@@ -173,7 +203,14 @@ class _ModelKitBase(BaseOperator):
                     "size": sum(x["size"] for x in manifest.get("layers") or []) + manifest["config"]["size"],
                 }
             else:
-                res = packmod.pack(directory, kitfile=self.kitfile, reference=ref, compression=self.compression)
+                res = packmod.pack(
+                    directory,
+                    kitfile=self.kitfile,
+                    reference=ref,
+                    compression=self.compression,
+                    modelpack=self.modelpack,
+                    layer_format=self.layer_format,
+                )
                 result = {"digest": res.digest, "size": res.size, "layers": [x.to_json() for x in res.layers]}
         except (KitfileError, StoreError, KitEngineError, FileNotFoundError, ValueError) as exc:
             raise AirflowException(str(exc)) from None
@@ -214,6 +251,7 @@ class _ModelKitBase(BaseOperator):
         except (RegistryError, StoreError, KitEngineError) as exc:
             raise AirflowException(str(exc)) from None
         self._xcom(context, ref, result)
+        self._sign_and_attest(ref, context, result)
         self._asset_event(context, ref, result)
         return result
 
@@ -226,8 +264,50 @@ class _ModelKitBase(BaseOperator):
             "digest": result["digest"],
             "size": result["size"],
         }
+        for key in ("signature", "provenance"):
+            if result.get(key):
+                extra[key] = result[key]
         context["outlet_events"][self.alias].add(modelkit_asset(ref), extra=extra)
         self.log.info("Pushed %s@%s", ref, result["digest"])
+
+    # -- signing -------------------------------------------------------------------------------------
+    def _signing_key(self) -> Any:
+        if self.signing_conn_id:
+            from airflow_provider_training.hooks.signing import ModelKitSigningHook
+
+            return ModelKitSigningHook(self.signing_conn_id).private_key()
+        if self.signing_key:
+            data, source = keys.key_bytes(self.signing_key, "signing key")
+            return keys.load_private_key(data, os.environ.get("COSIGN_PASSWORD"), source)
+        raise keys.KeyProblem("sign=True needs signing_conn_id (a modelkit_signing connection) or signing_key")
+
+    def _sign_and_attest(self, ref: Reference, context: Any, result: dict[str, Any]) -> None:
+        """Sign the pushed digest (cosign layout) and attach the run's SLSA provenance, signed with
+        the same key; XCom ``signature`` and ``provenance`` name where they are."""
+        if not (self.sign or self.signing_conn_id or self.signing_key):
+            return
+        digest = result["digest"]
+        repository = f"{ref.registry}/{ref.repository}"
+        try:
+            key = self._signing_key()
+            statement = None
+            if self.provenance:
+                facts = build_facts(self, context, str(self.source or ""), self.training_task_ids)
+                statement = provenance_statement(repository, digest, facts, result["layers"], str(ref))
+            with self._client(ref) as client:
+                sig, att = signing.sign_and_attest(client, ref, digest, key, statement)
+            result["signature"] = f"{repository}:{sig.tag}"
+            if att is not None:
+                result["provenance"] = f"{repository}:{att.tag}"
+        except (keys.KeyProblem, RegistryError) as exc:
+            raise AirflowException(f"signing {repository}@{digest} failed: {exc}") from None
+        ti = context["ti"]
+        ti.xcom_push(key="signature", value=result["signature"])
+        if result.get("provenance"):
+            ti.xcom_push(key="provenance", value=result["provenance"])
+        self.log.info(
+            "Signed %s@%s (%s)", repository, digest, ", ".join(k for k in ("signature", "provenance") if result.get(k))
+        )
 
     # -- cluster mode ------------------------------------------------------------------------------
     def _runs_as_job(self) -> bool:
@@ -275,6 +355,8 @@ class _ModelKitBase(BaseOperator):
             image=self._image(),
             kitfile=self._job_kitfile(),
             compression=self.compression,
+            modelpack=self.modelpack,
+            layer_format=self.layer_format,
             secret=self.registry_secret_name if secret_data else None,
             backoff_limit=self.backoff_limit,
             active_deadline_seconds=int(self.timeout) if self.timeout else None,
@@ -303,6 +385,7 @@ class _ModelKitBase(BaseOperator):
             "uploaded": None,
         }
         self._xcom(context, ref, result)
+        self._sign_and_attest(ref, context, result)
         self._asset_event(context, ref, result)
         return result
 
@@ -328,11 +411,19 @@ class _ModelKitBase(BaseOperator):
         if runner is not None:
             runner.delete()
 
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """OpenLineage: the packed directory (or claim) in, the ModelKit (versioned by digest) out."""
+        from airflow_provider_training.operators.lineage import modelkit_lineage
+
+        return modelkit_lineage(self)
+
     def _xcom(self, context: Any, ref: Reference, result: dict[str, Any]) -> None:
+        self._lineage = (ref, result)  # signing adds its references to the same dict
         ti = context["ti"]
         ti.xcom_push(key="reference", value=str(ref))
         ti.xcom_push(key="digest", value=result["digest"])
         ti.xcom_push(key="size", value=result["size"])
+        self._pushed_reference = str(ref)
 
     @staticmethod
     def _return(ref: Reference, result: dict[str, Any]) -> dict[str, Any]:
@@ -373,11 +464,55 @@ class ModelKitPushOperator(_ModelKitBase):
 
 
 class ModelKitPackAndPushOperator(_ModelKitBase):
-    """Pack ``source`` and push it to ``reference`` in one task."""
+    """Pack ``source`` and push it to ``reference`` in one task.
+
+    :param stream: pack straight into the registry, as ``kit pack --push``: no copy of the layers in
+        the worker's ModelKit store, no extra disk (native engine only).
+    """
+
+    def __init__(self, *, stream: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.stream = stream
 
     def execute(self, context: Any) -> dict[str, Any]:
         ref = self._check()
         if self._runs_as_job():
             return self._return(ref, self._pack_and_push_in_job(ref, context))
+        if self.stream:
+            return self._return(ref, self._stream(ref, context))
         self._pack(ref, context)
         return self._return(ref, self._push(ref, context))
+
+    def _stream(self, ref: Reference, context: Any) -> dict[str, Any]:
+        if self.engine != "native":
+            raise AirflowException("stream=True packs with the native engine; use engine='native'")
+        if not self.source:
+            raise AirflowException("source is required to pack (a directory or pvc://<claim>/<path>)")
+        try:
+            directory = resolve_source(self.source, self.namespace, cluster=bool(self.kubernetes_conn_id))
+        except (ClusterModeUnavailableError, ValueError) as exc:
+            raise AirflowException(str(exc)) from None
+        self.log.info("Packing %s straight into %s (no local copy)", directory, ref)
+        try:
+            with self._client(ref) as client:
+                res = packpush.pack_and_push(
+                    directory,
+                    ref,
+                    client,
+                    kitfile=self.kitfile,
+                    compression=self.compression,
+                    modelpack=self.modelpack,
+                    layer_format=self.layer_format,
+                )
+        except (KitfileError, RegistryError, StoreError, FileNotFoundError, ValueError) as exc:
+            raise AirflowException(str(exc)) from None
+        result = {
+            "digest": res.digest,
+            "size": res.size,
+            "layers": [x.to_json() for x in res.layers],
+            "uploaded": res.transferred,
+        }
+        self._xcom(context, ref, result)
+        self._sign_and_attest(ref, context, result)
+        self._asset_event(context, ref, result)
+        return result

@@ -34,6 +34,7 @@ from airflow_provider_training.embedded.node.runtime import WORKING_DIR_ANNOTATI
 from airflow_provider_training.hooks.training import DEFAULT, TrainingHook
 from airflow_provider_training.links.training import TrainingJobLink
 from airflow_provider_training.operators import identity, spec
+from airflow_provider_training.operators.lineage import TrainingLineageMixin
 from airflow_provider_training.operators.replicas import failure_report, replica_filter
 from airflow_provider_training.specs import JobSpecError
 from airflow_provider_training.specs.kinds import KINDS
@@ -55,7 +56,7 @@ def _seconds(value: float | timedelta | None) -> float | None:
     return value.total_seconds() if isinstance(value, timedelta) else (float(value) if value is not None else None)
 
 
-class TrainingJobOperator(BaseOperator):
+class TrainingJobOperator(TrainingLineageMixin, BaseOperator):  # lineage: operators/lineage.py
     """Submit a Kubeflow training job and wait until it has ``Succeeded`` or ``Failed``.
 
     :param job: the job: a dict, a YAML string, a path to a ``.yaml`` / ``.yml`` / ``.json`` file
@@ -286,6 +287,7 @@ class TrainingJobOperator(BaseOperator):
             ("job_uid", meta["uid"]),
             ("job_kind", job["kind"]),
             ("job_api_url", hook.api_url),
+            ("job_conn_id", hook.kubernetes_conn_id or ""),  # for the UI plugin: the same connection
         ):
             ti.xcom_push(key=key, value=value)
         store = context.get("task_state_store")

@@ -121,7 +121,8 @@ def check(data: dict[str, Any], catalog: Catalog, *, strict: bool = False) -> Fi
         findings.warnings += [Issue("", w, "lint", "webhook-warning") for w in warnings]
         findings.warnings += compat.check_runtime(obj)
     elif isinstance(obj, JobSet) and checked.defaulted is not None:
-        findings.errors += webhook.check_jobset(webhook.jobset_defaults(checked.defaulted))
+        named = documents.with_generated_name(checked.defaulted)
+        findings.errors += webhook.check_jobset(webhook.jobset_defaults(named))
     return findings
 
 
@@ -151,6 +152,8 @@ def _trainjob(job: TrainJob, catalog: Catalog, findings: Findings) -> None:
     findings.warnings += [i for i in issues if i.level == "lint"]
     if any(i.level != "lint" for i in issues):
         return
+    if not job.name and job.metadata.generate_name:
+        job = TrainJob.model_validate(documents.with_generated_name(job.to_dict()))
     try:
         built = build(job, runtime)
     except BuildError as exc:

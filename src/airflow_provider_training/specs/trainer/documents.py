@@ -74,10 +74,11 @@ def check_document(data: dict[str, Any], old: dict[str, Any] | None = None) -> C
     result.errors += trainer_schema.constraints(pruned, schema)
     defaulted = trainer_schema.with_defaults(pruned, schema)
     old_defaulted = trainer_schema.with_defaults(old, schema) if old is not None else None
+    named = with_generated_name(defaulted)  # the API server names the object before validating it
     if old_defaulted is None:
-        result.errors += trainer_schema.cel_rules(defaulted, schema)
+        result.errors += trainer_schema.cel_rules(named, schema)
     else:
-        result.errors += trainer_schema.cel_rules(defaulted, schema, old_defaulted)
+        result.errors += trainer_schema.cel_rules(named, schema, old_defaulted)
     result.defaulted = defaulted
     if result.errors:
         return result
@@ -88,6 +89,18 @@ def check_document(data: dict[str, Any], old: dict[str, Any] | None = None) -> C
             Issue(".".join(str(p) for p in err["loc"]), err["msg"], "cluster", "schema") for err in exc.errors()
         ]
     return result
+
+
+GENERATED_SUFFIX = "abcde"  # stands for the 5 random characters the API server appends to generateName
+
+
+def with_generated_name(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with ``metadata.name`` as the API server would generate it from ``generateName``
+    (prefix cut to 58 characters, 5 random characters appended); unchanged when it has a name."""
+    meta = data.get("metadata")
+    if not isinstance(meta, dict) or meta.get("name") or not isinstance(meta.get("generateName"), str):
+        return data
+    return {**data, "metadata": {**meta, "name": meta["generateName"][:58] + GENERATED_SUFFIX}}
 
 
 def build(info: TrainerKind, data: dict[str, Any]) -> TrainerObject:

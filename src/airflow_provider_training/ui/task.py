@@ -1,0 +1,133 @@
+"""What a task recorded about the job or ModelKit it made: its XComs (and rendered fields), read
+from Airflow's metadata database on the API server.
+
+Training operators push ``job_name``, ``job_namespace``, ``job_uid``, ``job_kind`` and
+``job_conn_id`` (the ``kubernetes`` connection; empty for the embedded control plane) before they
+wait; ModelKit operators push ``reference``, ``digest`` and ``size`` and render
+``registry_conn_id``. Tasks run before ``job_conn_id`` existed fall back to ``[training]
+kubernetes_conn_id``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+JOB_KEYS = ("job_name", "job_namespace", "job_uid", "job_kind", "job_conn_id")
+MODELKIT_KEYS = ("reference", "digest", "size")
+
+
+@dataclass(frozen=True)
+class TaskKey:
+    dag_id: str
+    run_id: str
+    task_id: str
+    map_index: int = -1
+
+
+@dataclass(frozen=True)
+class JobRef:
+    kind: str
+    name: str
+    namespace: str
+    uid: str | None
+    conn_id: str | None  # None: the embedded control plane
+
+
+@dataclass(frozen=True)
+class ModelKitRef:
+    reference: str
+    digest: str
+    size: int | None
+    registry_conn_id: str | None
+
+
+def xcoms(session: Session, key: TaskKey, keys: tuple[str, ...]) -> dict[str, Any]:
+    from airflow.models.xcom import XComModel
+
+    rows = session.execute(
+        select(XComModel.key, XComModel.value).where(
+            XComModel.dag_id == key.dag_id,
+            XComModel.run_id == key.run_id,
+            XComModel.task_id == key.task_id,
+            XComModel.map_index == key.map_index,
+            XComModel.key.in_(keys),
+        )
+    ).all()
+    return {row.key: XComModel.deserialize_value(row) for row in rows}
+
+
+def _default_conn_id() -> str | None:
+    from airflow.configuration import conf
+
+    return conf.get("training", "kubernetes_conn_id", fallback="") or None
+
+
+def job_ref(session: Session, key: TaskKey) -> JobRef | None:
+    """The job this task submitted, or ``None`` when it submitted none (yet)."""
+    values = xcoms(session, key, JOB_KEYS)
+    if not values.get("job_name") or not values.get("job_kind"):
+        return None
+    conn_id = (values["job_conn_id"] or None) if "job_conn_id" in values else _default_conn_id()
+    return JobRef(
+        kind=str(values["job_kind"]),
+        name=str(values["job_name"]),
+        namespace=str(values.get("job_namespace") or "default"),
+        uid=str(values["job_uid"]) if values.get("job_uid") else None,
+        conn_id=conn_id,
+    )
+
+
+def modelkit_ref(session: Session, key: TaskKey) -> ModelKitRef | None:
+    values = xcoms(session, key, MODELKIT_KEYS)
+    if not values.get("reference"):
+        return None
+    rendered = rendered_fields(session, key)
+    conn = rendered.get("registry_conn_id")
+    size = values.get("size")
+    return ModelKitRef(
+        reference=str(values["reference"]),
+        digest=str(values.get("digest") or ""),
+        size=int(size) if isinstance(size, (int, float)) else None,
+        registry_conn_id=str(conn) if conn else None,
+    )
+
+
+def rendered_fields(session: Session, key: TaskKey) -> dict[str, Any]:
+    from airflow.models.renderedtifields import RenderedTaskInstanceFields as RTIF
+
+    row = session.scalar(
+        select(RTIF).where(
+            RTIF.dag_id == key.dag_id,
+            RTIF.run_id == key.run_id,
+            RTIF.task_id == key.task_id,
+            RTIF.map_index == key.map_index,
+        )
+    )
+    fields = row.rendered_fields if row is not None else None
+    return dict(fields) if isinstance(fields, dict) else {}
+
+
+def recent_jobs(session: Session, dag_id: str, limit: int) -> list[tuple[Any, str, JobRef]]:
+    """``(dag run, task_id, job)`` for the training tasks of the DAG's last ``limit`` runs, newest first."""
+    from airflow.models.dagrun import DagRun
+    from airflow.models.xcom import XComModel
+
+    runs = session.scalars(
+        select(DagRun).where(DagRun.dag_id == dag_id).order_by(DagRun.run_after.desc()).limit(limit)
+    ).all()
+    found: list[tuple[Any, str, JobRef]] = []
+    for run in runs:
+        tasks = session.execute(
+            select(XComModel.task_id, XComModel.map_index)
+            .where(XComModel.dag_id == dag_id, XComModel.run_id == run.run_id, XComModel.key == "job_name")
+            .order_by(XComModel.task_id)
+        ).all()
+        for task_id, map_index in tasks:
+            ref = job_ref(session, TaskKey(dag_id, run.run_id, task_id, map_index))
+            if ref is not None:
+                found.append((run, task_id, ref))
+    return found
