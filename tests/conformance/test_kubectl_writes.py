@@ -149,3 +149,10 @@ def test_kubeflow_namespace_shows_the_operator(kubectl_env: dict[str, str]) -> N
         text=True,
     )
     assert refused.returncode == 1 and "stands for the embedded control plane's controllers" in refused.stderr
+    logs = subprocess.run(
+        [str(KUBECTL), "logs", "-n", "kubeflow", "training-operator-embedded"],
+        env=kubectl_env,
+        capture_output=True,
+        text=True,
+    )
+    assert logs.returncode == 0 and "serving the Kubernetes API" in logs.stdout  # the daemon's own log
