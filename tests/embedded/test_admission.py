@@ -293,7 +293,7 @@ def test_patches_that_make_an_object_invalid_are_refused(
 
 
 def test_training_job_templates_follow_the_path_rules(http: httpx.Client, test_namespace: str) -> None:
-    from tests.embedded.objects import pytorchjob
+    from tests.factories import pytorchjob
 
     job = pytorchjob("escape")
     template = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]

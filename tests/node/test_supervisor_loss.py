@@ -15,7 +15,9 @@ from typing import Any
 from kubernetes import client
 
 from airflow_provider_training.embedded import ControlPlane
-from tests.controllers.jobs import Jobs, job, replica, wait_for
+from tests.controllers.jobs import Jobs, wait_for
+from tests.factories import job_document as job
+from tests.factories import replica
 
 
 def copies(marker: str) -> list[int]:
