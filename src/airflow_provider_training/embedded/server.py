@@ -31,15 +31,18 @@ from airflow_provider_training.embedded import kubeconfig
 from airflow_provider_training.embedded.apiserver import create_app, operatorpod
 from airflow_provider_training.embedded.apiserver.context import ServerContext, Settings
 from airflow_provider_training.embedded.apiserver.crud import ensure_initial_namespaces
-from airflow_provider_training.embedded.controllers import ControllerContext, run_controllers
+from airflow_provider_training.embedded.controllers import CONTROLLERS
+from airflow_provider_training.embedded.node.agent import NodeAgent
 from airflow_provider_training.embedded.paths import Home
 from airflow_provider_training.embedded.resources import INITIAL_NAMESPACES
-from airflow_provider_training.embedded.store import Store, StoreVersionError
+from airflow_provider_training.embedded.runtime import ControllerContext, run_controllers
+from airflow_provider_training.embedded.store import Store, StoreDamagedError, StoreFullError, StoreVersionError
 from airflow_provider_training.embedded.tls import ensure_certificates
 
 log = logging.getLogger("airflow_provider_training.embedded")
 EXIT_ALREADY_RUNNING = 3
 EXIT_STORE_VERSION = 4
+EXIT_STORE_DAMAGED = 5
 
 
 def acquire_lock(home: Home) -> IO[str] | None:
@@ -94,6 +97,10 @@ def serve(home: Home, port: int | None = None) -> int:
         log.error("%s", exc)
         home.pid.unlink(missing_ok=True)
         return EXIT_STORE_VERSION
+    except (StoreDamagedError, StoreFullError) as exc:
+        log.error("%s", exc)
+        home.pid.unlink(missing_ok=True)
+        return EXIT_STORE_DAMAGED
     token = kubeconfig.load_or_create_token(home)
     sock = bind(home, port)
     bound_port = sock.getsockname()[1]
@@ -108,7 +115,7 @@ def serve(home: Home, port: int | None = None) -> int:
         await ensure_initial_namespaces(ctx, INITIAL_NAMESPACES)
         operatorpod.ensure(store)  # what `kubectl get pods -n kubeflow` shows for the controllers
         controllers = ControllerContext(store=store, home=home)
-        tasks = run_controllers(controllers)
+        tasks = run_controllers(controllers, [*CONTROLLERS, NodeAgent])
         endpoint = {
             "pid": os.getpid(),
             "url": url,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hmac
 import logging
+import sqlite3
 from typing import Any
 
 from fastapi import FastAPI
@@ -12,7 +13,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.websockets import WebSocket
 
-from airflow_provider_training.embedded.apiserver import crud, discovery, errors, podtokens
+from airflow_provider_training.embedded.apiserver import crud, discovery, errors, operatorpod, podtokens
 from airflow_provider_training.embedded.apiserver import exec as exec_
 from airflow_provider_training.embedded.apiserver.apply import server_side_apply
 from airflow_provider_training.embedded.apiserver.context import ServerContext
@@ -26,6 +27,7 @@ from airflow_provider_training.embedded.apiserver.logs import logs
 from airflow_provider_training.embedded.apiserver.patch import APPLY_PATCH
 from airflow_provider_training.embedded.apiserver.watch import watch
 from airflow_provider_training.embedded.resources import GROUP_VERSIONS
+from airflow_provider_training.embedded.store import StoreDamagedError, StoreFullError
 
 log = logging.getLogger(__name__)
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
@@ -83,7 +85,7 @@ async def _resource(request: Request, ctx: ServerContext, path: str) -> Response
     if target.subresource == "log":
         if method != "GET":
             raise errors.method_not_allowed()
-        return await logs(request, ctx, target)
+        return operatorpod.logs(request, ctx, target.namespace, target.name) or await logs(request, ctx, target)
     if verb not in rt.verbs and not (target.subresource == "status" and verb in ("get", "update", "patch")):
         raise errors.method_not_allowed(
             f"{rt.qualified_name} is read-only on the embedded control plane"
@@ -140,6 +142,14 @@ def create_app(ctx: ServerContext) -> FastAPI:
             return await _resource(request, ctx, path)
         except errors.ApiError as exc:
             return error_response(exc)
+        except StoreFullError as exc:  # nothing was written; it works again once space is freed
+            log.warning("%s", exc)
+            return error_response(errors.ApiError(507, "InsufficientStorage", str(exc)))
+        except sqlite3.DatabaseError as exc:
+            log.error("the store %s failed: %s", ctx.store.path, exc)
+            return error_response(
+                errors.ApiError(500, "InternalError", str(StoreDamagedError(ctx.store.path, str(exc))))
+            )
         except Exception as exc:  # keep serving; the client gets a Status, the log the traceback
             log.exception("internal error serving %s %s", request.method, request.url.path)
             return error_response(errors.ApiError(500, "InternalError", f"an error on the server: {exc}"))

@@ -28,13 +28,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from airflow_provider_training.embedded import canonical, runtime
-from airflow_provider_training.embedded.apiserver.batchjobs import CONTROLLER_UID
+from airflow_provider_training.embedded.controllers.refs import owner_references
 from airflow_provider_training.embedded.events import record_event
-from airflow_provider_training.embedded.node.runtime import WORKING_DIR_ANNOTATION
 from airflow_provider_training.embedded.resources import BY_KEY, PODS
 from airflow_provider_training.embedded.runtime import ControllerContext, For, Owns, WorkQueue
 from airflow_provider_training.embedded.store import AlreadyExistsError, ConflictError, NotFoundError, Store, WatchEvent
 from airflow_provider_training.frameworks.timeutil import format_time, parse_time
+from airflow_provider_training.specs.annotations import BATCH_CONTROLLER_UID as CONTROLLER_UID
+from airflow_provider_training.specs.annotations import WORKING_DIR_ANNOTATION
 
 JOBS = BY_KEY["batch/jobs"]
 COMPONENT = "job-controller"
@@ -130,8 +131,7 @@ class BatchJobController:
 
     # -- reconcile ------------------------------------------------------------------------------
     def reconcile(self, key: Key) -> float | None:
-        _, namespace, name = key
-        job = self.store.get(JOBS.key, namespace, name)
+        job = self.store.get(JOBS.key, key.namespace, key.name)
         if job is None or job["metadata"].get("deletionTimestamp"):
             return None
         if (job.get("spec") or {}).get("managedBy", MANAGED_BY) != MANAGED_BY:
@@ -142,11 +142,7 @@ class BatchJobController:
         uid = job["metadata"]["uid"]
         selector = ((job.get("spec") or {}).get("selector") or {}).get("matchLabels") or {CONTROLLER_UID: uid}
         items = self.store.list(PODS.key, job["metadata"]["namespace"], label_equals=list(selector.items())).items
-        return [
-            p
-            for p in items
-            if any(r.get("uid") == uid and r.get("controller") for r in p["metadata"].get("ownerReferences") or [])
-        ]
+        return [p for p in items if any(r.get("uid") == uid and r.get("controller") for r in owner_references(p))]
 
 
 class Sync:

@@ -48,11 +48,13 @@ from airflow_provider_training.embedded.controllers.predictor import (
     build_pod,
     desired,
 )
+from airflow_provider_training.embedded.controllers.refs import owner_references
 from airflow_provider_training.embedded.events import record_event
 from airflow_provider_training.embedded.node.network import shared_network
 from airflow_provider_training.embedded.resources import BY_KEY, PODS
 from airflow_provider_training.embedded.runtime import ControllerContext, For, Owns, WorkQueue
 from airflow_provider_training.embedded.store import AlreadyExistsError, NotFoundError, Store, now_timestamp
+from airflow_provider_training.specs.refs import ObjectRef
 
 log = logging.getLogger(__name__)
 ISVCS = BY_KEY["serving.kserve.io/inferenceservices"]
@@ -149,11 +151,11 @@ class InferenceServiceController:
             await self.ingress.close_all()
 
     def enqueue(self, namespace: str, name: str) -> None:
-        self.work.add((ISVCS.key, namespace, name))
+        self.work.add(ObjectRef(ISVCS.kind, namespace, name))
 
     # -- reconcile ---------------------------------------------------------------------------------
     async def reconcile(self, key: Key) -> None:
-        _, namespace, name = key
+        namespace, name = key.namespace, key.name
         route_key = f"{namespace}/{name}"
         isvc = self.store.get(ISVCS.key, namespace, name)
         pods = self._pods(namespace, name, isvc)
@@ -197,11 +199,7 @@ class InferenceServiceController:
     def _pods(self, namespace: str, name: str, isvc: dict[str, Any] | None) -> list[dict[str, Any]]:
         uid = (isvc or {}).get("metadata", {}).get("uid")
         items = self.store.list(PODS.key, namespace, label_equals=[(ISVC_LABEL, name)]).items
-        return [
-            p
-            for p in items
-            if uid is None or any(r.get("uid") == uid for r in p["metadata"].get("ownerReferences") or [])
-        ]
+        return [p for p in items if uid is None or any(r.get("uid") == uid for r in owner_references(p))]
 
     def _create_pod(self, isvc: dict[str, Any], predictor: Predictor) -> dict[str, Any] | None:
         namespace = isvc["metadata"]["namespace"]

@@ -10,7 +10,7 @@ time::
         def reconcile(self, key: Key) -> float | None:   # (or async)
             ...                                          # seconds until the next pass, or None
 
-Keys are ``(resource, namespace, name)`` of the reconciled object. :func:`run` starts one informer
+Keys are :class:`ObjectRef` s (kind, namespace, name; no uid: a recreated object is the same key). :func:`run` starts one informer
 per source, maps each event to keys (the object itself, its controlling owner, or the owner a label
 names), and works them off one queue: a key is reconciled once however many events arrived while it
 waited (a burst of pod status writes is one pass); a :class:`ConflictError` requeues it at once, any
@@ -29,9 +29,16 @@ from typing import Any, Protocol
 from airflow_provider_training.embedded.runtime.context import ControllerContext
 from airflow_provider_training.embedded.runtime.queue import WorkQueue
 from airflow_provider_training.embedded.store import ConflictError, WatchEvent
+from airflow_provider_training.specs.refs import ObjectRef
+from airflow_provider_training.specs.resources import BY_KEY
 
 log = logging.getLogger(__name__)
-Key = tuple[str, str, str]  # (store resource, namespace, name)
+Key = ObjectRef
+
+
+def key_of(resource: str, namespace: str, name: str) -> Key:
+    """The key of an object of the store resource ``resource``."""
+    return ObjectRef(BY_KEY[resource].kind, namespace, name)
 
 
 class Source(Protocol):
@@ -50,7 +57,7 @@ class For:
     resource: str
 
     def keys(self, event: WatchEvent) -> Iterable[Key]:
-        return [(self.resource, event.namespace, event.name)]
+        return [key_of(self.resource, event.namespace, event.name)]
 
 
 @dataclass(frozen=True)
@@ -68,11 +75,14 @@ class Owns:
         meta = event.object.get("metadata") or {}
         if self.label:
             name = (meta.get("labels") or {}).get(self.label)
-            return [(self.owner, event.namespace, name)] if name else []
+            return [key_of(self.owner, event.namespace, name)] if name else []
+        refs = meta.get("ownerReferences")
         return [
-            (self.owner, event.namespace, str(ref.get("name", "")))
-            for ref in meta.get("ownerReferences") or []
-            if ref.get("controller")
+            key_of(self.owner, event.namespace, str(ref.get("name", "")))
+            # malformed references (written around the API) must not stop the feed for everyone
+            for ref in (refs if isinstance(refs, list) else [])
+            if isinstance(ref, dict)
+            and ref.get("controller")
             and ref.get("kind") == self.kind
             and (not self.api_version or ref.get("apiVersion") == self.api_version)
         ]
@@ -120,7 +130,7 @@ async def run(
             if on_event is not None:
                 on_event(event)
             if event.type == "DELETED" and resource in own:
-                work.forget((resource, event.namespace, event.name))
+                work.forget(key_of(resource, event.namespace, event.name))
             for source in sources:
                 for key in source.keys(event):
                     work.add(key)
@@ -139,6 +149,9 @@ async def run(
             task.cancel()
 
 
+_last_error: dict[tuple[str, Key], str] = {}
+
+
 async def _reconcile_one(controller: Reconciler, work: WorkQueue[Key], key: Key) -> None:
     try:
         outcome: Any = controller.reconcile(key)
@@ -147,10 +160,15 @@ async def _reconcile_one(controller: Reconciler, work: WorkQueue[Key], key: Key)
     except ConflictError:
         work.add(key)  # the object changed under the pass: read it again
         return
-    except Exception:  # one object's failure must not stop the others: logged, retried with back-off
+    except Exception as exc:  # one object's failure must not stop the others: logged, retried with back-off
         delay = work.retry(key)
-        log.exception("%s: reconciling %s failed; retrying in %.2fs", controller.name, "/".join(key), delay)
+        # the traceback once per new error, not once per retry (no flood from one bad object)
+        text, seen = f"{type(exc).__name__}: {exc}", (controller.name, key)
+        if _last_error.get(seen) != text:
+            _last_error[seen] = text
+            log.exception("%s: reconciling %s failed; retrying in %.2fs", controller.name, key, delay)
         return
+    _last_error.pop((controller.name, key), None)
     work.forget_failures(key)
     if outcome is not None:
         work.add_after(key, float(outcome))
