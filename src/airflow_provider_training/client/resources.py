@@ -27,8 +27,14 @@ class Resource:
 
 BATCH_JOB = Resource("batch", "v1", "jobs", "Job")
 INFERENCE_SERVICE = Resource("serving.kserve.io", "v1beta1", "inferenceservices", "InferenceService")
+TRAINJOB = Resource("trainer.kubeflow.org", "v1alpha1", "trainjobs", "TrainJob")  # Kubeflow Trainer v2
 TRAINING_JOBS: dict[str, Resource] = {info.kind: Resource(GROUP, VERSION, info.plural, info.kind) for info in ALL_KINDS}
-RESOURCES: dict[str, Resource] = {**TRAINING_JOBS, "Job": BATCH_JOB, "InferenceService": INFERENCE_SERVICE}
+RESOURCES: dict[str, Resource] = {
+    **TRAINING_JOBS,
+    "Job": BATCH_JOB,
+    "InferenceService": INFERENCE_SERVICE,
+    "TrainJob": TRAINJOB,
+}
 
 
 def resource_for(kind: str) -> Resource:

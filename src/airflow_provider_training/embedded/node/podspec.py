@@ -355,7 +355,7 @@ def build(
         name = container["name"]
         profile = ctx.runtime.profile(container.get("image"))
         env = profile.environment(ctx.runtime.base_path)
-        env["HOSTNAME"] = meta["name"]
+        env["HOSTNAME"] = (pod.get("spec") or {}).get("hostname") or meta["name"]
         env.update(inclusterconfig.service_env(ctx.home))
         if is_mpi:
             env.update(MPI_ENV)
