@@ -134,6 +134,22 @@ print(json.dumps({{"push": t1 - t0, "sign": t2 - t_key1, "key": t_key1 - t_key0,
 
         stream = json.loads(out.strip().splitlines()[-1])
         stream_disk = du(home)
+        # the CLI as users run it, its peak RSS measured alone (a wrapper waits for it)
+        cli_home = tmp / "home-cli"
+        wrapper = (
+            "import resource, subprocess, sys, time; t = time.perf_counter(); "
+            "subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL); "
+            "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+        )
+        argv = [*cli, "pack", str(ctx), "-t", f"{regs['stream'].host}/bench/cli:v1", "--push", "--plain-http"]
+        got = subprocess.run(
+            [sys.executable, "-c", wrapper, *argv],
+            env={**env, "KITOPS_HOME": str(cli_home)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+        cli_stream = (float(got[0]), int(got[1]), du(cli_home))
     finally:
         for reg in regs.values():
             reg.stop()
@@ -149,6 +165,10 @@ print(json.dumps({{"push": t1 - t0, "sign": t2 - t_key1, "key": t_key1 - t_key0,
     print(
         f"pack --push (in process): {one_pass:.2f}s = {one_pass / (base_tar + base_curl):.2f}x (tar|sha256sum + curl -T); "
         f"disk written under KITOPS_HOME: {stream_disk} bytes; peak RSS {stream['rss'] / 1024:.0f} MiB"
+    )
+    print(
+        f"kit pack --push (CLI): {cli_stream[0]:.2f}s, peak RSS {cli_stream[1] / 1024:.0f} MiB, "
+        f"bytes written under KITOPS_HOME: {cli_stream[2]}"
     )
     print(
         f"sign + provenance (attest), same run: {stream['sign'] * 1000:.0f} ms = "
