@@ -93,8 +93,8 @@ class TrainJobs:
         selector = f"jobset.sigs.k8s.io/jobset-name={name}"
         return list(self.core.list_namespaced_pod(self.namespace, label_selector=selector).items)
 
-    def logs(self, pod: str) -> str:
-        response = self.core.read_namespaced_pod_log(pod, self.namespace, container="node", _preload_content=False)
+    def logs(self, pod: str, container: str | None = None) -> str:
+        response = self.core.read_namespaced_pod_log(pod, self.namespace, _preload_content=False, container=container)
         return str(response.data.decode())
 
     def condition(self, name: str, type_: str) -> dict[str, Any] | None:

@@ -22,7 +22,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from airflow_provider_training.embedded import canonical, runtime
+from airflow_provider_training.embedded import canonical, runtime, volumes
 from airflow_provider_training.embedded.apiserver.batchjobs import (
     CONTROLLER_UID,
     JOB_NAME,
@@ -100,6 +100,7 @@ class IndexedJobController:
 
     async def run(self, ctx: ControllerContext) -> None:
         self.store: Store = ctx.store
+        self.home = ctx.home
         self.network = shared_network(ctx.home)
         await runtime.run(self, ctx, self.work, on_event=self._on_event)
 
@@ -282,6 +283,7 @@ class IndexedSync:
                 continue
         else:
             raise AlreadyExistsError(meta["name"])
+        volumes.ensure_claims(self.store, self.c.home, created)  # volumeClaimPolicies' claims, bound at once
         self.events.append(("Normal", "SuccessfulCreate", f"Created pod: {created['metadata']['name']}"))
         return created
 

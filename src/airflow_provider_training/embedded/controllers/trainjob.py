@@ -14,7 +14,10 @@ Embedded differences: the rendezvous port 29500 (``PET_MASTER_PORT``, ``JAX_COOR
 ``DMLC_TRACKER_PORT`` and the container port) is replaced by a free port reserved for the TrainJob,
 so concurrent jobs on one machine never collide; pod DNS names become loopback addresses
 (``controllers/jobset.py``). A build error (e.g. a torchtune command) fails the TrainJob with reason
-``TrainJobResourcesCreationFailed`` instead of retrying forever.
+``TrainJobResourcesCreationFailed`` instead of retrying forever. Initializers: Kubeflow's
+initializer images run ``embedded/runtimes/trainer_initializer.py`` (``kit://``, ``pvc://``, local
+paths); an ``hf://`` or ``s3://`` storageUri fails the TrainJob at once with reason
+``InitializerNotSupported`` and a message saying what works instead.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import logging
+import sys
 from datetime import UTC, datetime
 from typing import Any
 
@@ -32,6 +36,7 @@ from airflow_provider_training.embedded.events import record_event
 from airflow_provider_training.embedded.node.network import Network, shared_network
 from airflow_provider_training.embedded.resources import BY_KEY
 from airflow_provider_training.embedded.runtime import ControllerContext, For, Owns, WorkQueue
+from airflow_provider_training.embedded.runtimes import trainer_initializer
 from airflow_provider_training.embedded.store import AlreadyExistsError, ConflictError, Store, WatchEvent
 from airflow_provider_training.frameworks.trainer import BuildError, build, new_ssh_key
 from airflow_provider_training.frameworks.trainer.status import finished, reconcile_status, set_condition
@@ -47,6 +52,9 @@ DEFAULT_PORT = "29500"
 PORT_ENVS = (c.TORCH_ENV_MASTER_PORT, c.XGBOOST_ENV_TRACKER_PORT)
 ADDRESS_ENVS = (c.JAX_ENV_COORDINATOR_ADDRESS,)
 CREATION_FAILED = "TrainJobResourcesCreationFailed"
+# Embedded only: an initializer this node cannot run (hf://, s3://) fails the TrainJob at once.
+INITIALIZER_NOT_SUPPORTED = "InitializerNotSupported"
+INITIALIZER_IMAGES = {s: f"ghcr.io/kubeflow/trainer/{s}-initializer" for s in ("dataset", "model")}
 Key = runtime.controller.Key
 
 
@@ -88,6 +96,7 @@ class TrainJobController:
 
     async def run(self, ctx: ControllerContext) -> None:
         self.store: Store = ctx.store
+        self.home = ctx.home
         self.network = shared_network(ctx.home)
         await runtime.run(self, ctx, self.work, on_event=self._on_event)
 
@@ -146,6 +155,12 @@ class TrainJobPass:
         if runtime_obj is None:
             log.warning("TrainJob %s/%s: %s", self.namespace, self.name, error)
             return None, 5.0  # the runtime may still be created
+        for step in ("dataset", "model"):
+            uri = (((self.obj.get("spec") or {}).get("initializer") or {}).get(step) or {}).get("storageUri")
+            why = trainer_initializer.unsupported(uri) if isinstance(uri, str) else None
+            if why is not None:
+                self.fail(INITIALIZER_NOT_SUPPORTED, f"spec.initializer.{step}.storageUri: {why}")
+                return None, None
         framework = runtime_obj.spec.ml_policy.framework if runtime_obj.spec.ml_policy is not None else None
         try:
             built = build(self.trainjob, runtime_obj, ssh_key=new_ssh_key() if framework == "mpi" else None)
@@ -157,6 +172,7 @@ class TrainJobPass:
             self.fail(CREATION_FAILED, "; ".join(f"{i.path}: {i.message}" for i in checked.errors))
             return None, None
         jobset = localize_ports(copy.deepcopy(checked.defaulted), self.c.network)
+        self.local_initializers(jobset)
         for extra in built.objects:
             resource = "core/configmaps" if extra["kind"] == "ConfigMap" else "core/secrets"
             extra = jobsets.localize(extra, jobset, self.c.network)
@@ -168,6 +184,20 @@ class TrainJobPass:
             return self.store.get(JOBSETS.key, self.namespace, self.name), None
         self.events.append(("Normal", "SuccessfulCreate", f"Created JobSet: {self.name}"))
         return created, None
+
+    def local_initializers(self, jobset: dict[str, Any]) -> None:
+        """Kubeflow's initializer images run ``trainer_initializer`` here (no image entrypoints run on
+        this node), with the directory of this namespace's claims for ``pvc://`` sources."""
+        claims = str(self.c.home.claim_dir(self.namespace, "x").parent)
+        for rjob in jobset["spec"].get("replicatedJobs") or []:
+            pod = ((rjob.get("template") or {}).get("spec") or {}).get("template", {}).get("spec") or {}
+            for container in pod.get("containers") or []:
+                image = str(container.get("image") or "")
+                step = next((s for s in ("dataset", "model") if image.startswith(INITIALIZER_IMAGES[s])), None)
+                if step is None or container.get("command"):
+                    continue
+                container["command"] = [sys.executable, "-m", trainer_initializer.__name__, step]
+                container.setdefault("env", []).append({"name": trainer_initializer.PVC_ROOT_ENV, "value": claims})
 
     def sync_suspend(self, jobset: dict[str, Any]) -> None:
         suspend = bool(self.trainjob.spec.suspend)
