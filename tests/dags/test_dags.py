@@ -27,6 +27,7 @@ EXPECTED = {
     "xgboostjob_example",
     "package_in_training_job",
     "package_after_training",
+    "trainjob_example",
 }
 
 
@@ -169,6 +170,7 @@ def test_scheduled_retraining_deploys_only_on_improvement(
         ("xgboostjob_example", {}, {"train", "package"}),
         ("package_in_training_job", {}, {"registry_secret", "train_and_package"}),
         ("package_after_training", {}, {"submit", "wait_for_training", "package"}),
+        ("trainjob_example", {}, {"train", "package"}),
     ],
 )
 def test_example_dag_runs_end_to_end(airflow_db, repo_dags, registry_default, test_namespace, dag_id, conf, ran):

@@ -26,6 +26,7 @@ from airflow_provider_training.embedded import runtime
 from airflow_provider_training.embedded.controllers.indexedjobs import address_key
 from airflow_provider_training.embedded.events import record_event
 from airflow_provider_training.embedded.node.network import Network, shared_network
+from airflow_provider_training.embedded.node.runtime import WORKING_DIR_ANNOTATION
 from airflow_provider_training.embedded.resources import BY_KEY
 from airflow_provider_training.embedded.runtime import ControllerContext, For, Owns, WorkQueue
 from airflow_provider_training.embedded.store import AlreadyExistsError, ConflictError, NotFoundError, Store, WatchEvent
@@ -259,6 +260,10 @@ class JobSetPass:
         pod = spec.setdefault("template", {}).setdefault("spec", {})
         pod.setdefault("restartPolicy", "OnFailure")
         pod.setdefault("terminationGracePeriodSeconds", 30)
+        workdir = (self.jobset["metadata"].get("annotations") or {}).get(WORKING_DIR_ANNOTATION)
+        if workdir:  # the node's working directory for the pods (a TrainJob's, from the DAG folder)
+            pod_meta = spec["template"].setdefault("metadata", {})
+            pod_meta.setdefault("annotations", {}).setdefault(WORKING_DIR_ANNOTATION, workdir)
         spec["template"] = localize(spec["template"], self.jobset, self.c.network)
         try:
             created = self.store.create(JOBS.key, job)

@@ -34,6 +34,7 @@ from airflow_provider_training.embedded.apiserver.trainer import stored_runtime
 from airflow_provider_training.embedded.controllers import jobset as jobsets
 from airflow_provider_training.embedded.events import record_event
 from airflow_provider_training.embedded.node.network import Network, shared_network
+from airflow_provider_training.embedded.node.runtime import WORKING_DIR_ANNOTATION
 from airflow_provider_training.embedded.resources import BY_KEY
 from airflow_provider_training.embedded.runtime import ControllerContext, For, Owns, WorkQueue
 from airflow_provider_training.embedded.runtimes import trainer_initializer
@@ -172,6 +173,9 @@ class TrainJobPass:
             self.fail(CREATION_FAILED, "; ".join(f"{i.path}: {i.message}" for i in checked.errors))
             return None, None
         jobset = localize_ports(copy.deepcopy(checked.defaulted), self.c.network)
+        workdir = (self.obj["metadata"].get("annotations") or {}).get(WORKING_DIR_ANNOTATION)
+        if workdir:  # a node setting (the DAG folder), not an upstream annotation: carried to the pods
+            jobset["metadata"].setdefault("annotations", {})[WORKING_DIR_ANNOTATION] = workdir
         self.local_initializers(jobset)
         for extra in built.objects:
             resource = "core/configmaps" if extra["kind"] == "ConfigMap" else "core/secrets"
