@@ -28,3 +28,59 @@ pytest_plugins = sorted(
     for path in (Path(__file__).parent / "tests" / "fixtures").glob("*.py")
     if not path.name.startswith("_")
 )
+
+# The fast tier. A test is marked ``unit`` when it needs nothing heavy: none of the fixtures that
+# bring up the embedded control plane, an OCI registry or the Airflow metadata DB (and what is built
+# on them), and its module imports nothing that starts processes, daemons, Airflow or torch itself.
+# ``pytest -m unit`` runs them; a test can opt out with the ``slow`` or ``integration`` marker.
+HEAVY_FIXTURES = frozenset(
+    {
+        "control_plane",
+        "kube_api",
+        "airflow_db",
+        "dags_folder",
+        "write_dag",
+        "run_dag",
+        "registry",
+        "registry_basic",
+        "registry_token",
+        "registry_tls",
+        "registry_factory",
+        "job_driver",
+        "autopilot",
+    }
+)
+# Imports that mean the module starts something heavy on its own.
+HEAVY_IMPORTS = ("subprocess", "multiprocessing", "airflow", "torch", "airflow_provider_training.embedded.daemon")
+HEAVY_NAMES = {"airflow_provider_training.embedded": {"start", "stop", "ensure_running", "ControlPlane"}}
+_heavy_modules: dict[Path, bool] = {}
+
+
+def _starts_things(path: Path) -> bool:
+    import ast
+
+    if path not in _heavy_modules:
+        found = False
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                modules = [node.module]
+                if HEAVY_NAMES.get(node.module, set()) & {alias.name for alias in node.names}:
+                    found = True
+            else:
+                continue
+            found = found or any(m == h or m.startswith(h + ".") for m in modules for h in HEAVY_IMPORTS)
+        _heavy_modules[path] = found
+    return _heavy_modules[path]
+
+
+def pytest_collection_modifyitems(config: object, items: list) -> None:  # type: ignore[type-arg]
+    import pytest
+
+    for item in items:
+        if set(getattr(item, "fixturenames", ())) & HEAVY_FIXTURES or _starts_things(Path(str(item.path))):
+            continue
+        if item.get_closest_marker("slow") or item.get_closest_marker("integration"):
+            continue
+        item.add_marker(pytest.mark.unit)

@@ -35,7 +35,7 @@ DAG = "fault_clear"
 DAG_TEST = """
 import json, sys, time
 from airflow.dag_processing.dagbag import DagBag
-dag = DagBag(dag_folder=sys.argv[1], include_examples=False).get_dag(sys.argv[2])
+dag = DagBag(dag_folder=sys.argv[1]).get_dag(sys.argv[2])
 print("T0", time.time(), flush=True)
 run = dag.test(run_conf=json.loads(sys.argv[3]))
 [ti] = [t for t in run.get_task_instances() if t.task_id == "train"]
@@ -51,7 +51,9 @@ def kube(plane: Any) -> Any:
     return client.ApiClient(configuration)
 
 
-def watch_job(api: Any, seen: set[str], release: Path, timeout: float = 600) -> tuple[float, float]:
+def watch_job(
+    api: Any, seen: set[str], release: Path, timeout: float = 600, failed: Any = lambda: None
+) -> tuple[float, float]:
     """(time the first replica of a new job of DAG was Running, time the job Succeeded)."""
     from kubernetes import client
 
@@ -60,6 +62,8 @@ def watch_job(api: Any, seen: set[str], release: Path, timeout: float = 600) -> 
     deadline = time.time() + timeout
     running = 0.0
     while time.time() < deadline:
+        if (why := failed()) is not None:
+            raise RuntimeError(why)
         if not running:
             for pod in core.list_namespaced_pod("default", label_selector=selector).items:
                 if pod.metadata.uid not in seen and pod.status.phase == "Running":
@@ -97,25 +101,32 @@ def deployment_run(d: Any, api: Any, seen: set[str], tmp: Path, i: int) -> tuple
 
 def dag_test_run(env: dict[str, str], api: Any, seen: set[str], tmp: Path, i: int) -> tuple[float, float]:
     release = tmp / f"release-dagtest-{i}"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            DAG_TEST,
-            str(ROOT / "tests/deployment/dags"),
-            DAG,
-            json.dumps({"release": str(release)}),
-        ],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        stdin=subprocess.DEVNULL,
-        text=True,
-    )
+    log = tmp / f"dag-test-{i}.log"
+    with log.open("w") as err:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                DAG_TEST,
+                str(ROOT / "tests/deployment/dags"),
+                DAG,
+                json.dumps({"release": str(release)}),
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            stdin=subprocess.DEVNULL,
+            text=True,
+        )
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(proc.stdout or []), daemon=True)
     reader.start()
-    running, succeeded = watch_job(api, seen, release)
+
+    def failed() -> str | None:
+        code = proc.poll()
+        return None if code is None else f"dag.test() exited {code}: {log.read_text()[-3000:]}"
+
+    running, succeeded = watch_job(api, seen, release, failed=failed)
     proc.wait(timeout=600)
     reader.join(timeout=10)
     t0 = float(next(line.split()[1] for line in lines if line.startswith("T0 ")))

@@ -54,7 +54,7 @@ def main() -> None:
     )
     from airflow.dag_processing.dagbag import DagBag
     from kubernetes import client, config
-    from tests.client.jobs import job
+    from tests.factories import simple_job as job
     from tests.fixtures.job_driver import JobDriver
 
     from airflow_provider_training.client import TrainingJobClient

@@ -35,7 +35,7 @@ def main() -> None:
     from kubernetes import client, config
     from kubernetes_asyncio import client as aclient
     from kubernetes_asyncio import config as aconfig
-    from tests.client.jobs import job
+    from tests.factories import simple_job as job
 
     from airflow_provider_training.client import AsyncTrainingJobClient, LogFollower, TrainingJobClient
     from airflow_provider_training.embedded import start, stop

@@ -36,13 +36,27 @@ function Header({ job }) {
 }
 
 function TrainerStatus({ status }) {
-  // Kubeflow Trainer v2 TrainJob status.trainerStatus (progress, ETA, metrics), shown as reported.
-  const progress = status.progressPercentage ?? status.progress;
+  // Kubeflow Trainer v2 TrainJob status.trainerStatus: {progressPercentage, estimatedRemainingSeconds,
+  // metrics: [{name, value}], lastUpdatedTime}, shown as the trainer reported it.
+  const progress = status.progressPercentage;
+  const metrics = Array.isArray(status.metrics) ? status.metrics : [];
   return (
-    <div data-testid="trainer-status" style={{ fontSize: 12, marginTop: 4 }}>
-      Trainer: {progress !== undefined && `${progress}% `}
-      {status.estimatedRemainingSeconds !== undefined && `ETA ${status.estimatedRemainingSeconds}s `}
-      {status.metrics && <span style={styles.mono}>{JSON.stringify(status.metrics)}</span>}
+    <div data-testid="trainer-status" style={{ fontSize: 12, marginTop: 6 }}>
+      {typeof progress === "number" && (
+        <span style={{ display: "inline-flex", alignItems: "center", gap: 6, marginRight: 12 }}>
+          <span style={{ width: 160, height: 8, background: "rgba(128,128,128,.25)", borderRadius: 4, display: "inline-block" }}>
+            <span style={{ width: `${Math.max(0, Math.min(100, progress))}%`, height: 8, background: "#2563eb", borderRadius: 4, display: "block" }} />
+          </span>
+          {progress}%
+        </span>
+      )}
+      {typeof status.estimatedRemainingSeconds === "number" && <span style={{ marginRight: 12 }}>ETA {status.estimatedRemainingSeconds} s</span>}
+      {metrics.map((m) => (
+        <span key={m.name} style={{ marginRight: 10 }}>
+          {m.name} <strong>{m.value}</strong>
+        </span>
+      ))}
+      {status.lastUpdatedTime && <span style={styles.muted}>updated {when(status.lastUpdatedTime)}</span>}
     </div>
   );
 }
@@ -313,6 +327,9 @@ export function TrainingJobView(props) {
           source.close();
           setLive(false);
           loadMetrics();
+          getJSON(withQuery(apiUrl(`${base}/job`), query))
+            .then((last) => !closed && setSnapshot(last))
+            .catch(() => undefined);
         });
         source.addEventListener("failure", (message) => {
           setError(JSON.parse(message.data).detail);

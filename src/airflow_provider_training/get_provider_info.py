@@ -200,7 +200,8 @@ def get_provider_info() -> dict[str, Any]:
                     "job_link_template": {
                         "description": (
                             "URL template for the job's extra link; fields {kind}, {plural}, {name}, "
-                            "{namespace}, {uid}. Empty means the API URL of the job."
+                            "{namespace}, {uid}. Empty means the 'Training job' tab of the task instance in "
+                            "Airflow's UI (the training cockpit)."
                         ),
                         "version_added": "0.1.0",
                         "type": "string",

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import yaml
 
+from tests.factories import minimal
 from tests.paths import SEED
-from tests.specs.factories import minimal
 
 
 def _run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:

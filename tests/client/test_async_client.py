@@ -11,7 +11,7 @@ import pytest
 
 from airflow_provider_training.client import AsyncTrainingJobClient, JobDeleted, WaitTimeout, job_state
 from airflow_provider_training.embedded import ControlPlane
-from tests.client.jobs import job
+from tests.factories import simple_job as job
 from tests.fixtures.job_driver import JobDriver
 
 

@@ -18,7 +18,7 @@ import pytest
 
 from airflow_provider_training.client import AsyncTrainingJobClient, TrainingJobClient, job_state
 from airflow_provider_training.embedded import ControlPlane, start, stop
-from tests.client.jobs import job
+from tests.factories import simple_job as job
 from tests.fixtures.control_plane import FAST_SETTINGS
 from tests.fixtures.job_driver import JobDriver
 

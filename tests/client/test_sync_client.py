@@ -16,7 +16,7 @@ from airflow_provider_training.client import (
     job_state,
     summary,
 )
-from tests.client.jobs import job
+from tests.factories import simple_job as job
 from tests.fixtures.job_driver import JobDriver
 
 

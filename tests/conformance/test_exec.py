@@ -160,3 +160,13 @@ def test_ten_concurrent_streams_of_10_mib(kubectl_env: dict[str, str], test_name
     with concurrent.futures.ThreadPoolExecutor(10) as pool:
         seen = list(pool.map(roundtrip, payloads))
     assert seen == [hashlib.sha256(p).hexdigest() for p in payloads]
+
+
+def test_exec_into_a_running_init_container(kubectl: Kubectl) -> None:
+    init = {"name": "setup", "image": "python:3.11", "command": SLEEP, "env": [{"name": "WHO", "value": "init"}]}
+    _create(kubectl, "initializing", initContainers=[init])
+    for _ in range(100):
+        done = kubectl("exec", "initializing", "-c", "setup", "--", "sh", "-c", "echo $WHO", check=False)
+        if done.returncode == 0:
+            break
+    assert done.stdout == "init\n", done.stderr

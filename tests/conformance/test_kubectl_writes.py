@@ -49,7 +49,7 @@ def test_create_secrets_of_every_kind(kubectl: Kubectl, control_plane: ControlPl
     assert base64.b64decode(web["data"]["tls.crt"]) == (tls / "server.crt").read_bytes()  # type: ignore[index]
 
 
-def test_create_configmap_from_file_and_label_annotate(kubectl: Kubectl, tmp_path: Path) -> None:
+def test_create_configmap_service_from_the_command_line_and_label_annotate(kubectl: Kubectl, tmp_path: Path) -> None:
     (tmp_path / "train.py").write_text("print('hello')\n")
     (tmp_path / "blob.bin").write_bytes(b"\x00\xff\x10")
     kubectl(
@@ -65,6 +65,12 @@ def test_create_configmap_from_file_and_label_annotate(kubectl: Kubectl, tmp_pat
     stored = json.loads(kubectl("get", "configmap", "code", "-o", "json").stdout)
     assert "team" not in (stored["metadata"].get("labels") or {})
     assert stored["metadata"]["annotations"] == {"owner": "alice"}
+    kubectl("create", "service", "nodeport", "web", "--tcp=80:8080", "--node-port=30080")
+    service = json.loads(kubectl("get", "service", "web", "-o", "json").stdout)["spec"]
+    assert service["ports"] == [
+        {"name": "80-8080", "port": 80, "targetPort": 8080, "nodePort": 30080, "protocol": "TCP"}
+    ]
+    assert (service["type"], service["selector"]) == ("NodePort", {"app": "web"})
     done = kubectl("create", "namespace", stored["metadata"]["namespace"], check=False)
     assert done.returncode == 1 and "AlreadyExists" in done.stderr
 
@@ -143,3 +149,10 @@ def test_kubeflow_namespace_shows_the_operator(kubectl_env: dict[str, str]) -> N
         text=True,
     )
     assert refused.returncode == 1 and "stands for the embedded control plane's controllers" in refused.stderr
+    logs = subprocess.run(
+        [str(KUBECTL), "logs", "-n", "kubeflow", "training-operator-embedded"],
+        env=kubectl_env,
+        capture_output=True,
+        text=True,
+    )
+    assert logs.returncode == 0 and "serving the Kubernetes API" in logs.stdout  # the daemon's own log

@@ -30,7 +30,10 @@ def test_apply_reapply_conflict_force(kubectl: Kubectl, tmp_path: Path) -> None:
     first.write_text(CONFIG)
     second.write_text(CONFIG.replace("fast", "slow").replace('  epochs: "3"\n', ""))
     assert kubectl("apply", "--server-side", "-f", str(first)).stdout.strip() == "configmap/settings serverside-applied"
+    version = kubectl("get", "configmap", "settings", "-o", "jsonpath={.metadata.resourceVersion}").stdout
     assert kubectl("apply", "--server-side", "-f", str(first)).stdout.strip() == "configmap/settings serverside-applied"
+    # a re-apply that changes nothing writes nothing
+    assert kubectl("get", "configmap", "settings", "-o", "jsonpath={.metadata.resourceVersion}").stdout == version
     owned = _managers(kubectl)["kubectl"]
     assert owned["operation"] == "Apply"
     assert owned["fieldsV1"] == {"f:data": {"f:epochs": {}, "f:mode": {}}, "f:metadata": {"f:labels": {"f:app": {}}}}

@@ -1,9 +1,8 @@
-"""Helpers of the controller tests: job documents with small ``python -c`` replicas, and waiting
-for what a user would watch (conditions, pods, logs) through the real Kubernetes client."""
+"""Helpers of the controller tests: waiting for what a user would watch (conditions, pods, logs)
+through the real Kubernetes client. The job documents are built by ``tests/factories.py``."""
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -11,34 +10,6 @@ from typing import Any
 from kubernetes import client
 
 from airflow_provider_training.specs.kinds import kind_info
-
-PY = sys.executable
-
-
-def replica(
-    code: str,
-    replicas: int = 1,
-    restart: str = "OnFailure",
-    container_name: str = "pytorch",
-    container: dict[str, Any] | None = None,
-    port: tuple[str, int] | None = None,
-    **pod: Any,
-) -> dict[str, Any]:
-    c: dict[str, Any] = {"name": container_name, "image": "python:3.11", "command": [PY, "-c", code]}
-    if port:
-        c["ports"] = [{"name": port[0], "containerPort": port[1]}]
-    c.update(container or {})
-    return {"replicas": replicas, "restartPolicy": restart, "template": {"spec": {"containers": [c], **pod}}}
-
-
-def job(kind: str, name: str, specs: dict[str, Any], **spec: Any) -> dict[str, Any]:
-    info = kind_info(kind)
-    return {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": kind,
-        "metadata": {"name": name},
-        "spec": {info.replica_specs_field: specs, **spec},
-    }
 
 
 class Jobs:

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from tests.controllers.jobs import Jobs, conditions, job
+from tests.controllers.jobs import Jobs, conditions
+from tests.factories import job_document as job
 
 pytest.importorskip("torch")
 TRAIN = Path(__file__).resolve().parents[2] / "dags" / "code" / "train.py"

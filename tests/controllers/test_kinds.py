@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 
-from tests.controllers.jobs import Jobs, conditions, job, replica, wait_for
+from tests.controllers.jobs import Jobs, conditions, wait_for
+from tests.factories import job_document as job
+from tests.factories import replica
 
 DUMP = "import json, os; print(json.dumps({{k: os.environ.get(k) for k in {keys!r}}}))"
 

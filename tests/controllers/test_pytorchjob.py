@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 
-from tests.controllers.jobs import Jobs, conditions, job, replica, wait_for
+from tests.controllers.jobs import Jobs, conditions, wait_for
+from tests.factories import job_document as job
+from tests.factories import replica
 
 PRINT_ENV = (
     "import json, os, time; time.sleep({sleep}); "

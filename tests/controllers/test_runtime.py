@@ -17,6 +17,7 @@ from airflow_provider_training.embedded.paths import Home
 from airflow_provider_training.embedded.runtime import ControllerContext, For, Owns, WorkQueue, run
 from airflow_provider_training.embedded.runtime.controller import Key
 from airflow_provider_training.embedded.store import ConflictError, Store
+from airflow_provider_training.specs.refs import ObjectRef
 
 JOBS, PODS = "batch/jobs", "core/pods"
 
@@ -76,7 +77,7 @@ def test_a_burst_of_pod_writes_is_one_pass_for_their_owner(store: Store, tmp_pat
 
     asyncio.run(running(store, tmp_path, controller, burst))
     # one pass at start-up (the job was listed), one for the burst
-    assert controller.passes == [(JOBS, "ns", "a")] * 2
+    assert controller.passes == [ObjectRef("Job", "ns", "a")] * 2
 
 
 def test_owned_objects_map_to_their_owner_by_reference_or_label(store: Store, tmp_path: Path) -> None:
@@ -91,18 +92,18 @@ def test_owned_objects_map_to_their_owner_by_reference_or_label(store: Store, tm
         await asyncio.sleep(0.05)
 
     asyncio.run(running(store, tmp_path, controller, writes))
-    assert controller.passes == [(JOBS, "ns", "by-ref"), (JOBS, "ns", "by-label")]
+    assert controller.passes == [ObjectRef("Job", "ns", "by-ref"), ObjectRef("Job", "ns", "by-label")]
 
 
 def test_conflicts_requeue_at_once_errors_back_off_and_a_returned_delay_comes_back(
     store: Store, tmp_path: Path
 ) -> None:
     def answer(key: Key, n: int) -> float | None:
-        if key[2] == "conflict" and n == 1:
+        if key.name == "conflict" and n == 1:
             raise ConflictError("changed under the pass")
-        if key[2] == "broken" and n <= 3:
+        if key.name == "broken" and n <= 3:
             raise RuntimeError("boom")
-        if key[2] == "later" and n == 1:
+        if key.name == "later" and n == 1:
             return 0.1
         return None
 
@@ -114,7 +115,7 @@ def test_conflicts_requeue_at_once_errors_back_off_and_a_returned_delay_comes_ba
         await asyncio.sleep(0.5)
 
     asyncio.run(running(store, tmp_path, controller, wait))
-    names = [key[2] for key in controller.passes]
+    names = [key.name for key in controller.passes]
     assert names.count("conflict") == 2
     assert names.count("broken") == 4  # three failures (0.01, 0.02, 0.04 s back-off), then success
     assert names.count("later") == 2

@@ -11,7 +11,7 @@ from kubernetes_asyncio.client.rest import ApiException
 
 from airflow_provider_training.embedded import ControlPlane, Home
 from airflow_provider_training.embedded.podlogs import LogWriter, log_path
-from tests.embedded.objects import condition, pod, pytorchjob
+from tests.factories import condition, pod, pytorchjob
 
 G, V, P = "kubeflow.org", "v1", "pytorchjobs"
 

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from airflow_provider_training.embedded import ControlPlane
-from tests.embedded.objects import pytorchjob
+from tests.factories import pytorchjob
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from kubernetes import client
 
 from airflow_provider_training.embedded import ControlPlane, Home
 from airflow_provider_training.embedded.podlogs import LogWriter, log_path
-from tests.embedded.objects import JOB_LABEL, condition, pod, pytorchjob
+from tests.factories import JOB_LABEL, condition, pod, pytorchjob
 from tests.paths import SEED
 
 KUBECTL = shutil.which("kubectl", path=str(Path(sys.executable).parent)) or shutil.which("kubectl")

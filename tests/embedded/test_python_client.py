@@ -13,7 +13,7 @@ from kubernetes.client.rest import ApiException
 
 from airflow_provider_training.embedded import ControlPlane, Home
 from airflow_provider_training.embedded.podlogs import LogWriter, log_path
-from tests.embedded.objects import JOB_LABEL, condition, pod, pytorchjob
+from tests.factories import JOB_LABEL, condition, pod, pytorchjob
 
 GROUP, VERSION, PLURAL = "kubeflow.org", "v1", "pytorchjobs"
 

@@ -10,7 +10,7 @@ import pytest
 from airflow_provider_training.frameworks import ClusterAddressing, ReplicaRef, plugin
 from airflow_provider_training.frameworks.base import InjectionError
 from airflow_provider_training.specs.pod import EnvVar, ResourceRequirements
-from tests.frameworks.jobs import make_job
+from tests.factories import typed_job as make_job
 
 
 def pairs(env: list[EnvVar]) -> list[tuple[str, str | None]]:

@@ -7,7 +7,7 @@ import pytest
 from airflow_provider_training.frameworks import plugin
 from airflow_provider_training.frameworks.mpi import MPIPlugin
 from airflow_provider_training.frameworks.objects import build_pod, build_service
-from tests.frameworks.jobs import make_job
+from tests.factories import typed_job as make_job
 
 LBL = "training.kubeflow.org/"
 

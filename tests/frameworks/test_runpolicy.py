@@ -10,7 +10,7 @@ from airflow_provider_training.frameworks import PodState, plugin
 from airflow_provider_training.frameworks import runpolicy as rp
 from airflow_provider_training.frameworks.restarts import FAIL, NONE, RETRY, failed_pod_action, handle_failed_pods
 from airflow_provider_training.specs.common import JobStatus
-from tests.frameworks.jobs import make_job
+from tests.factories import typed_job as make_job
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 

@@ -9,7 +9,7 @@ import pytest
 from airflow_provider_training.frameworks import PodState, plugin
 from airflow_provider_training.frameworks.replicas import fold_active_into_succeeded, replica_statuses
 from airflow_provider_training.specs.common import JobStatus
-from tests.frameworks.jobs import make_job
+from tests.factories import typed_job as make_job
 
 NOW = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
 

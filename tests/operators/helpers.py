@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.client.jobs import job
+from tests.factories import simple_job as job
 from tests.fixtures.job_driver import JobDriver
 
 HEADER = """

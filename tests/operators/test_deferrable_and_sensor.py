@@ -8,7 +8,7 @@ import contextlib
 from typing import Any
 
 from airflow_provider_training.triggers import TrainingJobTrigger
-from tests.client.jobs import job
+from tests.factories import simple_job as job
 from tests.operators.helpers import dag_file, job_literal, xcom
 
 

@@ -10,7 +10,7 @@ from airflow_provider_training.links.training import job_url
 from airflow_provider_training.operators import identity, spec
 from airflow_provider_training.operators.replicas import failure_report, replica_filter
 from airflow_provider_training.triggers import TrainingJobTrigger
-from tests.client.jobs import job
+from tests.factories import simple_job as job
 
 LABELS = identity.identity_labels("etl", "train", "manual__2026-01-01T00:00:00+00:00", -1, 1)
 

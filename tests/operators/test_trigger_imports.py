@@ -44,7 +44,7 @@ def test_trigger_modules_do_not_import_the_clients(probe):
 
 def test_trigger_modules_import_in_milliseconds(probe):
     # a generous bound for a busy machine; before the change this was 0.6-1.8 s
-    assert probe["seconds"] < 0.1, probe
+    assert probe["seconds"] < 0.3, probe
 
 
 def test_run_loads_the_clients_without_blocking_the_loop():
@@ -61,16 +61,20 @@ async def main():
             await asyncio.sleep(0.01)
             now = time.monotonic(); gaps.append(now - last); last = now
     ticker = asyncio.create_task(tick())
+    started = time.monotonic()
     await lazy.load()
+    took = time.monotonic() - started
     done = True
     await ticker
     import sys
     assert "kubernetes_asyncio" in sys.modules
-    print(max(gaps), len(gaps))
+    print(max(gaps), len(gaps), took)
 
 asyncio.run(main())
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
-    worst, ticks = out.stdout.split()
-    assert int(ticks) > 5  # the loop ran while the imports happened
-    assert float(worst) < 0.5, out.stdout  # (a blocking import held it for the whole 0.6-1.8 s)
+    worst, ticks, took = out.stdout.split()
+    # An import on the loop holds it for the whole import (one gap as long as the load); in a thread
+    # the loop keeps ticking. Relative, not absolute: a busy machine slows both alike.
+    assert int(ticks) > 5, out.stdout
+    assert float(worst) < 0.5 * float(took), out.stdout

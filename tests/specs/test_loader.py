@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from airflow_provider_training.specs import JobSpecError, PyTorchJob, TFJob, load_job, load_jobs, with_defaults
-from tests.specs.factories import minimal
+from tests.factories import minimal
 
 AFFINITY = {
     "nodeAffinity": {

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from airflow_provider_training.specs import JobSpecError, TrainingJob, load_jobs
 from airflow_provider_training.specs.kinds import KINDS
 from airflow_provider_training.validation import validate
-from tests.specs.factories import minimal
+from tests.factories import minimal
 
 SETTINGS = settings(max_examples=800, deadline=None, suppress_health_check=list(HealthCheck))
 

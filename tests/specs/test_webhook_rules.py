@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from airflow_provider_training.validation import validate
-from tests.specs.factories import DELETE, minimal, mutate
+from tests.factories import DELETE, minimal, mutate
 
 C = "template.spec.containers"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.specs.factories import DELETE, mutate
+from tests.factories import DELETE, mutate
 
 __all__ = ["DELETE", "mutate", "runtime", "trainjob"]
 

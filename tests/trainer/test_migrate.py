@@ -19,8 +19,8 @@ from airflow_provider_training.specs.loader import read_documents
 from airflow_provider_training.specs.trainer import default_runtimes, documents
 from airflow_provider_training.specs.trainer.models import TrainingRuntime, TrainJob
 from airflow_provider_training.validation import validate
+from tests.factories import minimal, mutate
 from tests.paths import SEED
-from tests.specs.factories import minimal, mutate
 
 SWEPT = "no Trainer v2 equivalent; left out"
 

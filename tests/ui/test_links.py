@@ -42,3 +42,28 @@ def test_a_task_that_fails_before_submitting_logs_no_xcom_error(fixed, write_dag
     assert run.get_task_instance("train").state == "failed"
     out = "".join(capfd.readouterr())
     assert ("XCom not found" in out) is not fixed
+
+
+TEMPLATED = """
+from datetime import datetime
+from airflow.sdk import DAG
+from airflow_provider_training.operators import PyTorchJobOperator
+
+with DAG("{dag_id}", schedule=None, start_date=datetime(2026, 1, 1), catchup=False) as dag:
+    PyTorchJobOperator(task_id="train", name="{name}", job={job!r})
+"""
+
+
+def test_job_link_template_still_overrides_the_cockpit_link(write_dag, monkeypatch, control_plane):
+    from tests.client.jobs import job
+
+    monkeypatch.setenv("AIRFLOW__TRAINING__KUBERNETES_CONN_ID", "")
+    monkeypatch.setenv("AIRFLOW__TRAINING__EMBEDDED_HOME", str(control_plane.home))
+    monkeypatch.setenv("AIRFLOW__TRAINING__JOB_LINK_TEMPLATE", "https://dashboard.example/{namespace}/{plural}/{name}")
+    body = job("PyTorchJob", "templated", {"Master": 1}, script="print('done')")
+    run = write_dag(TEMPLATED.format(dag_id="link_template", name="templated", job=body), "link_template").test()
+    ti = run.get_task_instance("train")
+    assert ti.state == "success"
+    assert ti.xcom_pull(task_ids="train", key="_link_TrainingJobLink") == (
+        "https://dashboard.example/default/pytorchjobs/templated"
+    )

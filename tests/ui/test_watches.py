@@ -8,7 +8,7 @@ import uuid
 
 from airflow_provider_training.client import AsyncTrainingJobClient
 from airflow_provider_training.ui.watches import follow_log
-from tests.client.jobs import job
+from tests.factories import simple_job as job
 
 CRASH_ONCE = """
 import pathlib, sys

@@ -11,6 +11,7 @@ from airflow_provider_training.client.logs import LogFollower
 from airflow_provider_training.client.resources import RESOURCES, Resource, resource_for
 from airflow_provider_training.client.state import JobState, ReplicaFailure, job_state, replica_failure, summary
 from airflow_provider_training.client.sync import TrainingJobClient
+from airflow_provider_training.specs.refs import ObjectRef
 
 __all__ = [
     "RESOURCES",
@@ -19,6 +20,7 @@ __all__ = [
     "JobNotFound",
     "JobState",
     "LogFollower",
+    "ObjectRef",
     "ReplicaFailure",
     "Resource",
     "TrainingJobClient",

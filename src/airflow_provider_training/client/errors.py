@@ -20,9 +20,19 @@ import urllib3
 from kubernetes.client.exceptions import ApiException as SyncApiException
 from kubernetes_asyncio.client.exceptions import ApiException as AsyncApiException
 
+from airflow_provider_training.specs.refs import ObjectRef
+
 
 class TrainingJobError(RuntimeError):
-    """Base class of the client's errors."""
+    """Base class of the client's errors about one object (``ref``)."""
+
+    kind: str
+    namespace: str
+    name: str
+
+    @property
+    def ref(self) -> ObjectRef:
+        return ObjectRef(self.kind, self.namespace, self.name)
 
 
 class JobNotFound(TrainingJobError):

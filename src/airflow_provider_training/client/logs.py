@@ -121,8 +121,8 @@ class LogFollower:
                 return
             self._followed[name] = restarts
         thread = threading.Thread(target=self._follow, args=(name, container), name=f"log-{name}", daemon=True)
+        thread.start()  # before it is listed: stop() may join any listed thread ("cannot join … before it is started")
         self._threads.append(thread)
-        thread.start()
 
     def _follow(self, pod: str, container: str | None) -> None:
         response = None

@@ -1,34 +1,17 @@
-"""Which REST resource serves a kind: the training-job kinds, batch/v1 Jobs and KServe InferenceServices."""
+"""Which REST resource serves a kind: the training-job kinds, batch/v1 Jobs and KServe
+InferenceServices — a view by kind of the one resource table (``specs.resources``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from airflow_provider_training.specs.kinds import ALL_KINDS
+from airflow_provider_training.specs.resources import BY_KIND, ResourceType
 
-from airflow_provider_training.specs.kinds import ALL_KINDS, GROUP, VERSION
+Resource = ResourceType  # the client's name for it: group, version, plural, kind, api_version, path()
 
-
-@dataclass(frozen=True)
-class Resource:
-    """A namespaced custom-object-style resource (``/apis/{group}/{version}/namespaces/{ns}/{plural}``)."""
-
-    group: str
-    version: str
-    plural: str
-    kind: str
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}"
-
-    def path(self, namespace: str, name: str | None = None) -> str:
-        base = f"/apis/{self.group}/{self.version}/namespaces/{namespace}/{self.plural}"
-        return f"{base}/{name}" if name else base
-
-
-BATCH_JOB = Resource("batch", "v1", "jobs", "Job")
-INFERENCE_SERVICE = Resource("serving.kserve.io", "v1beta1", "inferenceservices", "InferenceService")
-TRAINJOB = Resource("trainer.kubeflow.org", "v1alpha1", "trainjobs", "TrainJob")  # Kubeflow Trainer v2
-TRAINING_JOBS: dict[str, Resource] = {info.kind: Resource(GROUP, VERSION, info.plural, info.kind) for info in ALL_KINDS}
+BATCH_JOB = BY_KIND["Job"]
+INFERENCE_SERVICE = BY_KIND["InferenceService"]
+TRAINING_JOBS: dict[str, Resource] = {info.kind: BY_KIND[info.kind] for info in ALL_KINDS}
+TRAINJOB = BY_KIND["TrainJob"]  # Kubeflow Trainer v2
 RESOURCES: dict[str, Resource] = {
     **TRAINING_JOBS,
     "Job": BATCH_JOB,

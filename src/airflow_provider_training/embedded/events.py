@@ -8,24 +8,26 @@ from typing import Any
 
 from airflow_provider_training.embedded.resources import EVENTS
 from airflow_provider_training.embedded.store import Store, now_timestamp
+from airflow_provider_training.specs.refs import ObjectRef
 
 
 def record_event(
     store: Store, involved: dict[str, Any], event_type: str, reason: str, message: str, component: str
 ) -> dict[str, Any]:
     meta = involved.get("metadata", {})
-    namespace = meta.get("namespace") or "default"
+    ref = ObjectRef.of(involved)
+    namespace = ref.namespace or "default"
     now = now_timestamp()
     event = {
         "apiVersion": "v1",
         "kind": "Event",
-        "metadata": {"name": f"{meta.get('name')}.{secrets.token_hex(8)}", "namespace": namespace},
+        "metadata": {"name": f"{ref.name}.{secrets.token_hex(8)}", "namespace": namespace},
         "involvedObject": {
             "apiVersion": involved.get("apiVersion"),
             "kind": involved.get("kind"),
             "name": meta.get("name"),
-            "namespace": meta.get("namespace", ""),
-            "uid": meta.get("uid"),
+            "namespace": ref.namespace,
+            "uid": ref.uid,
             "resourceVersion": meta.get("resourceVersion"),
         },
         "reason": reason,

@@ -32,9 +32,11 @@ from airflow_provider_training.embedded.apiserver import create_app, operatorpod
 from airflow_provider_training.embedded.apiserver.context import ServerContext, Settings
 from airflow_provider_training.embedded.apiserver.crud import ensure_initial_namespaces
 from airflow_provider_training.embedded.apiserver.trainer import install_default_runtimes
-from airflow_provider_training.embedded.controllers import ControllerContext, run_controllers
+from airflow_provider_training.embedded.controllers import CONTROLLERS
+from airflow_provider_training.embedded.node.agent import NodeAgent
 from airflow_provider_training.embedded.paths import Home
 from airflow_provider_training.embedded.resources import INITIAL_NAMESPACES
+from airflow_provider_training.embedded.runtime import ControllerContext, run_controllers
 from airflow_provider_training.embedded.store import Store, StoreVersionError
 from airflow_provider_training.embedded.tls import ensure_certificates
 
@@ -110,7 +112,7 @@ def serve(home: Home, port: int | None = None) -> int:
         install_default_runtimes(store)  # Trainer v2's ClusterTrainingRuntimes, as a default install has
         operatorpod.ensure(store)  # what `kubectl get pods -n kubeflow` shows for the controllers
         controllers = ControllerContext(store=store, home=home)
-        tasks = run_controllers(controllers)
+        tasks = run_controllers(controllers, [*CONTROLLERS, NodeAgent])
         endpoint = {
             "pid": os.getpid(),
             "url": url,

@@ -158,26 +158,31 @@ class FrameworkPlugin:
         services: Mapping[str, dict[str, Any]],
         addressing: Addressing = CLUSTER,
     ) -> list[PodAction]:
-        """What the job needs now, per replica type (``ReconcilePods`` + ``ReconcileServices``):
-        surplus indices deleted, missing pods and Services created. ``services``: the job's
+        """What the job needs now (``ReconcilePods`` + ``ReconcileServices``): surplus indices deleted,
+        missing pods created — all pods first, so the node can start them while the Services are
+        written — then missing Services created and surplus ones deleted. ``services``: the job's
         Services by name."""
-        out: list[PodAction] = []
+        pods_: list[PodAction] = []
+        services_: list[PodAction] = []
         for rtype in self.replica_types(job):
             wanted = job.replica_specs[rtype].replicas or 0
             mine = of_type(pods, rtype)
             existing = {s.index for s in mine}
-            out += [DeletePod(s.name) for s in mine if s.index is not None and s.index >= wanted]
-            for index in range(wanted):
-                if index not in existing:
-                    out.append(CreatePod(rtype, index))
-                if self.has_services and self.pod_name(job, rtype, index) not in services:
-                    out.append(CreateService(rtype, index))
+            pods_ += [DeletePod(s.name) for s in mine if s.index is not None and s.index >= wanted]
+            pods_ += [CreatePod(rtype, index) for index in range(wanted) if index not in existing]
+            if not self.has_services:
+                continue
+            services_ += [
+                CreateService(rtype, index)
+                for index in range(wanted)
+                if self.pod_name(job, rtype, index) not in services
+            ]
             for name, service in services.items():
                 service_labels = service["metadata"].get("labels") or {}
                 idx = str(service_labels.get(labels.REPLICA_INDEX, ""))
                 if service_labels.get(labels.REPLICA_TYPE) == rtype.lower() and idx.isdigit() and int(idx) >= wanted:
-                    out.append(DeleteService(name))
-        return out
+                    services_.append(DeleteService(name))
+        return pods_ + services_
 
     # --- environment ------------------------------------------------------------------------
     def injected_env(

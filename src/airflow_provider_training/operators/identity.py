@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_provider_training.client import job_state
+from airflow_provider_training.specs.actions import IfJobExists
 
 PREFIX = "airflow-training"
 DAG_ID = f"{PREFIX}/dag-id"
@@ -19,7 +20,7 @@ TRY_NUMBER = f"{PREFIX}/try-number"
 IDENTITY = (DAG_ID, TASK_ID, RUN_ID, MAP_INDEX)  # try_number is left out: retries share the identity
 MAX_NAME = 48  # pods are named {job}-{replica type}-{index}; keep room under the 63-character limit
 
-POLICIES = ("reattach", "rename", "replace", "fail")
+POLICIES = tuple(IfJobExists)  # str-valued: the strings users write are members
 
 
 def safe_label_value(value: str) -> str:

@@ -30,19 +30,20 @@ from airflow_provider_training.client import (
     summary,
 )
 from airflow_provider_training.client.state import main_container
-from airflow_provider_training.embedded.node.runtime import WORKING_DIR_ANNOTATION
 from airflow_provider_training.hooks.training import DEFAULT, TrainingHook
 from airflow_provider_training.links.training import TrainingJobLink
 from airflow_provider_training.operators import identity, spec
 from airflow_provider_training.operators.lineage import TrainingLineageMixin
 from airflow_provider_training.operators.replicas import failure_report, replica_filter
 from airflow_provider_training.specs import JobSpecError
+from airflow_provider_training.specs.actions import OnFinishAction, OnKillAction
+from airflow_provider_training.specs.annotations import WORKING_DIR_ANNOTATION
 from airflow_provider_training.specs.kinds import KINDS
 from airflow_provider_training.triggers.training import TrainingJobTrigger
 
 STATE_KEY = "training_job"
-FINISH_ACTIONS = ("keep", "delete", "delete_succeeded")
-KILL_ACTIONS = ("delete", "keep")
+FINISH_ACTIONS = tuple(OnFinishAction)  # str-valued: the strings users write are members
+KILL_ACTIONS = tuple(OnKillAction)
 RESUME_LOG_LINES = 10_000
 
 

@@ -220,10 +220,14 @@ async def _job_stream(ref: task.JobRef, request: Request) -> AsyncIterator[str]:
                             state.apply(*await asyncio.wait_for(queue.get(), left))
                         except asyncio.TimeoutError:
                             break
-                    yield _sse("snapshot", state.snapshot())
                     if state.settled():
-                        yield _sse("end", {"phase": job_state(state.job or {}).phase})
+                        # The last word comes from fresh lists, not from watches that may still be
+                        # delivering their initial objects.
+                        final = await _snapshot(client, ref)
+                        yield _sse("snapshot", final)
+                        yield _sse("end", {"phase": final["job"]["phase"]})
                         return
+                    yield _sse("snapshot", state.snapshot())
     except HTTPException as exc:
         yield _sse("failure", {"detail": exc.detail, "status": exc.status_code})
     except ClusterUnavailable as exc:

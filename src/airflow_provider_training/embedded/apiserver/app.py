@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.websockets import WebSocket
 
-from airflow_provider_training.embedded.apiserver import crud, discovery, errors, podtokens
+from airflow_provider_training.embedded.apiserver import crud, discovery, errors, operatorpod, podtokens
 from airflow_provider_training.embedded.apiserver import exec as exec_
 from airflow_provider_training.embedded.apiserver.apply import server_side_apply
 from airflow_provider_training.embedded.apiserver.context import ServerContext
@@ -83,7 +83,7 @@ async def _resource(request: Request, ctx: ServerContext, path: str) -> Response
     if target.subresource == "log":
         if method != "GET":
             raise errors.method_not_allowed()
-        return await logs(request, ctx, target)
+        return operatorpod.logs(request, ctx, target.namespace, target.name) or await logs(request, ctx, target)
     if verb not in rt.verbs and not (target.subresource == "status" and verb in ("get", "update", "patch")):
         raise errors.method_not_allowed(
             f"{rt.qualified_name} is read-only on the embedded control plane"

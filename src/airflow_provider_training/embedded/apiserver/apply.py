@@ -18,7 +18,7 @@ from starlette.responses import Response
 
 from airflow_provider_training.embedded.apiserver import crud, errors, managed
 from airflow_provider_training.embedded.apiserver.context import ServerContext
-from airflow_provider_training.embedded.apiserver.http import Target, flag, read_body
+from airflow_provider_training.embedded.apiserver.http import Target, flag, json_response, read_body
 from airflow_provider_training.embedded.apiserver.patch import strategic_merge_patch
 
 
@@ -90,4 +90,6 @@ async def server_side_apply(request: Request, ctx: ServerContext, target: Target
     managers.give_up(taken, key)
     managers.own(manager, "Apply", rt.api_version, paths)
     managers.write(new)
+    if new == current:  # nothing to change: no write, no new resourceVersion (as kube-apiserver)
+        return json_response(current)
     return crud.finish_update(request, ctx, target, current, new)

@@ -11,11 +11,11 @@ from typing import Any
 
 from airflow_provider_training.embedded.apiserver import errors
 from airflow_provider_training.embedded.resources import ResourceType
+from airflow_provider_training.specs.annotations import BATCH_CONTROLLER_UID as CONTROLLER_UID
+from airflow_provider_training.specs.annotations import BATCH_JOB_NAME as JOB_NAME
+from airflow_provider_training.specs.annotations import BATCH_LEGACY_CONTROLLER_UID as LEGACY_CONTROLLER_UID
+from airflow_provider_training.specs.annotations import BATCH_LEGACY_JOB_NAME as LEGACY_JOB_NAME
 
-CONTROLLER_UID = "batch.kubernetes.io/controller-uid"
-JOB_NAME = "batch.kubernetes.io/job-name"
-LEGACY_CONTROLLER_UID = "controller-uid"
-LEGACY_JOB_NAME = "job-name"
 GENERATED_LABELS = (CONTROLLER_UID, JOB_NAME, LEGACY_CONTROLLER_UID, LEGACY_JOB_NAME)
 RESTART_POLICIES = ("OnFailure", "Never")
 

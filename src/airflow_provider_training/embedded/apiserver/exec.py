@@ -63,9 +63,11 @@ def check(ctx: ServerContext, namespace: str, name: str, query: Any) -> tuple[di
     command = list(query.getlist("command"))
     if not command:
         raise errors.bad_request("you must specify at least one command for the container")
-    containers = [c.get("name") for c in (pod.get("spec") or {}).get("containers") or []]
+    spec = pod.get("spec") or {}
+    containers = [c.get("name") for c in spec.get("containers") or []]
+    init = [c.get("name") for c in spec.get("initContainers") or []]
     container = query.get("container") or (containers[0] if containers else "")
-    if container not in containers:
+    if container not in containers + init:
         raise errors.bad_request(f"container {container} is not valid for pod {name}")
     if (pod.get("spec") or {}).get("nodeName") == operatorpod.NODE:
         raise errors.bad_request(f"pod {name} stands for the embedded control plane's controllers: it has no processes")
@@ -74,7 +76,8 @@ def check(ctx: ServerContext, namespace: str, name: str, query: Any) -> tuple[di
         raise errors.bad_request(f"cannot exec into a container in a completed pod; current phase is {phase}")
     running = any(
         s.get("name") == container and "running" in (s.get("state") or {})
-        for s in (pod.get("status") or {}).get("containerStatuses") or []
+        for s in ((pod.get("status") or {}).get("containerStatuses") or [])
+        + ((pod.get("status") or {}).get("initContainerStatuses") or [])
     )
     if not running:
         raise errors.bad_request(f'unable to upgrade connection: container not found ("{container}")')

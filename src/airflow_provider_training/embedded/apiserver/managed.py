@@ -157,10 +157,12 @@ class Managers:
 
     def __init__(self, obj: dict[str, Any] | None) -> None:
         self.entries: dict[tuple[str, str], tuple[str, set[Path]]] = {}
+        self.original: dict[tuple[str, str], dict[str, Any]] = {}  # entries as read: unchanged ones keep their time
         for entry in ((obj or {}).get("metadata") or {}).get("managedFields") or []:
             if isinstance(entry, dict) and entry.get("manager"):
                 key = (str(entry["manager"]), str(entry.get("operation", "Update")))
                 self.entries[key] = (str(entry.get("apiVersion", "")), from_fields_v1(entry.get("fieldsV1")))
+                self.original[key] = entry
 
     def own(self, manager: str, operation: str, api_version: str, paths: set[Path]) -> None:
         self.entries[(manager, operation)] = (api_version, set(paths))
@@ -175,6 +177,14 @@ class Managers:
         entries = []
         for (manager, operation), (api_version, paths) in self.entries.items():
             if not paths:
+                continue
+            before = self.original.get((manager, operation))
+            if (
+                before is not None
+                and before.get("apiVersion") == api_version
+                and from_fields_v1(before.get("fieldsV1")) == paths
+            ):
+                entries.append(before)
                 continue
             entries.append(
                 {

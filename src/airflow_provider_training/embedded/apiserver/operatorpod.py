@@ -5,7 +5,9 @@ On the embedded control plane the Training Operator is not a pod but the control
 daemon, so this pod is a record, not a process: written at daemon start (Running since then,
 ``podIP`` 127.0.0.1, the daemon's pid in its ``containerID``), bound to the node
 ``embedded-control-plane`` that no node agent serves, so nothing runs or restarts it. Deleting it
-removes the record until the next start; it has no logs (the daemon's own are ``<home>/daemon.log``).
+removes the record until the next start. ``kubectl logs`` on it shows the daemon's log
+(``<home>/daemon.log``: the controllers' lines), as the operator pod's log would; ``-f`` is not
+followed (the current content is returned).
 """
 
 from __future__ import annotations
@@ -14,7 +16,11 @@ import contextlib
 import os
 from typing import Any
 
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse
+
 from airflow_provider_training.embedded import canonical
+from airflow_provider_training.embedded.apiserver.context import ServerContext
 from airflow_provider_training.embedded.resources import NAMESPACES, PODS
 from airflow_provider_training.embedded.store import AlreadyExistsError, Store, now_timestamp
 
@@ -88,3 +94,20 @@ def ensure(store: Store) -> None:
         return
     current["status"] = pod["status"]
     store.update(PODS.key, current, check_rv=False)
+
+
+def logs(request: Request, ctx: ServerContext, namespace: str | None, name: str | None) -> PlainTextResponse | None:
+    """The daemon's log for ``kubectl logs`` of this pod; None for every other pod."""
+    if (namespace, name) != (NAMESPACE, NAME):
+        return None
+    pod = ctx.store.get(PODS.key, NAMESPACE, NAME)
+    if pod is None or (pod.get("spec") or {}).get("nodeName") != NODE:
+        return None
+    try:
+        lines = ctx.home.daemon_log.read_text(errors="replace").splitlines(keepends=True)
+    except OSError:
+        lines = []
+    tail = request.query_params.get("tailLines")
+    if tail is not None and tail.isdigit():
+        lines = lines[-int(tail) :] if int(tail) else []
+    return PlainTextResponse("".join(lines))

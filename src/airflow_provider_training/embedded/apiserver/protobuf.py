@@ -1,6 +1,6 @@
 """Request bodies in ``application/vnd.kubernetes.protobuf``, as kubectl sends them.
 
-kubectl's typed commands (``create secret``, ``create configmap``, ``create namespace``) always
+kubectl's typed commands (``create secret``, ``create configmap``, ``create namespace``, ``create service``) always
 encode the object in protobuf — client-go does not negotiate the request's content type and has
 no fallback to JSON on a 415 — so not advertising protobuf would not help: the server has to read
 it, as kube-apiserver does. The body is the ``k8s\\0`` magic, then a ``runtime.Unknown`` envelope
@@ -66,6 +66,28 @@ _MESSAGES: dict[str, list[tuple[int, str, str, bool]]] = {
         (3, "binaryData", "map:bytes", False),
         (4, "immutable", _BOOL, False),
     ],
+    # IntOrString: type 0 = intVal, 1 = strVal (turned into a plain int or string below)
+    "IntOrString": [(1, "type", _INT64, False), (2, "intVal", _INT64, False), (3, "strVal", _STRING, False)],
+    "ServicePort": [
+        (1, "name", _STRING, False),
+        (2, "protocol", _STRING, False),
+        (3, "port", _INT64, False),
+        (4, "targetPort", "IntOrString", False),
+        (5, "nodePort", _INT64, False),
+    ],
+    "ServiceSpec": [
+        (1, "ports", "ServicePort", True),
+        (2, "selector", "map:string", False),
+        (3, "clusterIP", _STRING, False),
+        (4, "type", _STRING, False),
+        (7, "sessionAffinity", _STRING, False),
+        (8, "loadBalancerIP", _STRING, False),
+        (10, "externalName", _STRING, False),
+        (11, "externalTrafficPolicy", _STRING, False),
+        (12, "healthCheckNodePort", _INT64, False),
+        (13, "publishNotReadyAddresses", _BOOL, False),
+    ],
+    "Service": [(1, "metadata", "ObjectMeta", False), (2, "spec", "ServiceSpec", False)],
     "NamespaceSpec": [(1, "finalizers", _STRING, True)],
     "Namespace": [(1, "metadata", "ObjectMeta", False), (2, "spec", "NamespaceSpec", False)],
 }
@@ -75,7 +97,8 @@ _SCALARS = {
     _INT64: descriptor_pb2.FieldDescriptorProto.TYPE_INT64,
     _BOOL: descriptor_pb2.FieldDescriptorProto.TYPE_BOOL,
 }
-DECODABLE = ("Secret", "ConfigMap", "Namespace")
+DECODABLE = ("Secret", "ConfigMap", "Namespace", "Service")
+_POINTER_BOOLS = ("immutable",)  # *bool in Go: written only when set, so false is meant
 _USER_MAPS = ("data", "stringData", "binaryData", "labels", "annotations")  # their empty values are data
 
 
@@ -132,7 +155,7 @@ def decode(raw: bytes) -> dict[str, Any]:
     if kind not in DECODABLE or api_version != "v1":
         raise ProtobufError(
             f"{kind or 'this object'} ({api_version}) sent as protobuf is not decoded by the embedded control plane "
-            "(only Secret, ConfigMap and Namespace are): send it as JSON or YAML, e.g. "
+            "(only Secret, ConfigMap, Namespace and Service are): send it as JSON or YAML, e.g. "
             "kubectl create … --dry-run=client -o yaml | kubectl apply -f -"
         )
     try:
@@ -143,6 +166,17 @@ def decode(raw: bytes) -> dict[str, Any]:
     generation = out.get("metadata", {}).get("generation")
     if generation is not None:
         out["metadata"]["generation"] = int(generation)  # int64 is a string in proto3's JSON mapping
+    for port in (out.get("spec") or {}).get("ports") or []:
+        for field in ("port", "nodePort"):
+            if field in port:
+                port[field] = int(port[field])
+        target = port.get("targetPort")
+        if isinstance(target, dict):
+            string = int(target.get("type", 0)) == 1
+            port["targetPort"] = target.get("strVal", "") if string else int(target.get("intVal", 0))
+    spec = out.get("spec") or {}
+    if "healthCheckNodePort" in spec:
+        spec["healthCheckNodePort"] = int(spec["healthCheckNodePort"])
     return {"kind": kind, "apiVersion": api_version, **out}
 
 
@@ -153,7 +187,7 @@ def _omit_empty(value: Any) -> Any:
         return {
             k: v if k in _USER_MAPS else _omit_empty(v)
             for k, v in value.items()
-            if k in _USER_MAPS or v not in ("", "0")
+            if k in _USER_MAPS or (v not in ("", "0") and (v is not False or k in _POINTER_BOOLS))
         }
     if isinstance(value, list):
         return [_omit_empty(v) for v in value]

@@ -14,16 +14,11 @@ from typing import Any
 from airflow_provider_training.embedded.apiserver.errors import ApiError, bad_request, invalid
 from airflow_provider_training.embedded.resources import ResourceType
 from airflow_provider_training.embedded.store import Store
+from airflow_provider_training.embedded.trainerruntimes import install_default_runtimes, stored_runtime
 from airflow_provider_training.frameworks.trainer import admission
 from airflow_provider_training.frameworks.trainer import jobset as js
 from airflow_provider_training.specs.trainer import constants as c
-from airflow_provider_training.specs.trainer.documents import check_document
-from airflow_provider_training.specs.trainer.models import TrainingRuntime, TrainJob
-from airflow_provider_training.specs.trainer.runtimes import default_runtime_documents
-from airflow_provider_training.specs.trainer.webhook import runtime_not_found
 
-CLUSTER_RUNTIMES = "trainer.kubeflow.org/clustertrainingruntimes"
-RUNTIMES = "trainer.kubeflow.org/trainingruntimes"
 JOBSETS = "jobset.x-k8s.io/jobsets"
 BATCH_JOBS = "batch/jobs"
 
@@ -35,21 +30,6 @@ def webhook_denied(rt: ResourceType, name: str, issues: list[tuple[str, str]]) -
     text = listed[0] if len(listed) == 1 else "[" + ", ".join(listed) + "]"
     webhook = f"validator.{rt.kind.lower()}.{c.GROUP}"
     return ApiError(403, "Forbidden", f'admission webhook "{webhook}" denied the request: {text}', {})
-
-
-def stored_runtime(store: Store, job: TrainJob) -> tuple[TrainingRuntime | None, str | None]:
-    """The runtime a TrainJob references, typed with CRD defaults, or None and the NotFound text."""
-    ref = job.spec.runtime_ref
-    if ref.kind == c.TRAINING_RUNTIME:
-        obj = store.get(RUNTIMES, job.namespace, ref.name)
-    else:
-        obj = store.get(CLUSTER_RUNTIMES, "", ref.name)
-    if obj is None:
-        return None, runtime_not_found(job)
-    checked = check_document(obj)
-    if not isinstance(checked.object, TrainingRuntime):
-        return None, f"{ref.name}: the stored runtime cannot be read"
-    return checked.object, None
 
 
 def _active_replicated_jobs(store: Store, obj: dict[str, Any]) -> list[str]:
@@ -93,16 +73,4 @@ def admit_trainer_object(
     return result.object, list(result.warnings)
 
 
-def install_default_runtimes(store: Store) -> list[str]:
-    """Create the default ClusterTrainingRuntimes of a Trainer v2.3.0 install that are missing (a
-    fresh control plane, or one from before Trainer v2 was served); returns the names created.
-    A runtime the user changed is left as it is."""
-    created = []
-    for document in default_runtime_documents():
-        name = document["metadata"]["name"]
-        if store.get(CLUSTER_RUNTIMES, "", name) is not None:
-            continue
-        checked = check_document(document)
-        store.create(CLUSTER_RUNTIMES, checked.defaulted if checked.defaulted is not None else document)
-        created.append(name)
-    return created
+__all__ = ["admit_trainer_object", "install_default_runtimes", "stored_runtime", "webhook_denied"]

@@ -1,7 +1,8 @@
-"""Controllers that run inside the daemon: training jobs, batch/v1 Jobs, InferenceServices, and the node agent.
+"""Controllers that run inside the daemon: training jobs, batch/v1 Jobs, InferenceServices.
 
-A controller is registered by appending a factory to ``CONTROLLERS``; the daemon builds each with a
-``ControllerContext`` and runs ``run()`` as an asyncio task on the API server's event loop.
+A controller is registered by appending a factory to ``CONTROLLERS``; the daemon builds each (and
+the node agent, which is no controller of this package) with a ``ControllerContext`` and runs
+``run()`` as an asyncio task on the API server's event loop (``embedded/runtime``).
 """
 
 from airflow_provider_training.embedded.controllers.base import (
@@ -17,9 +18,8 @@ from airflow_provider_training.embedded.controllers.inferenceservice import Infe
 from airflow_provider_training.embedded.controllers.jobs import JobController
 from airflow_provider_training.embedded.controllers.jobset import JobSetController
 from airflow_provider_training.embedded.controllers.trainjob import TrainJobController
-from airflow_provider_training.embedded.node.agent import NodeAgent
 
-CONTROLLERS.extend([JobController, BatchJobController, NodeAgent, InferenceServiceController])
+CONTROLLERS.extend([JobController, BatchJobController, InferenceServiceController])
 # Kubeflow Trainer v2: TrainJob → JobSet → Indexed Jobs → Pods.
 CONTROLLERS.extend([TrainJobController, JobSetController, IndexedJobController])
 

@@ -28,13 +28,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from airflow_provider_training.embedded import canonical, runtime
-from airflow_provider_training.embedded.apiserver.batchjobs import CONTROLLER_UID
 from airflow_provider_training.embedded.events import record_event
-from airflow_provider_training.embedded.node.runtime import WORKING_DIR_ANNOTATION
 from airflow_provider_training.embedded.resources import BY_KEY, PODS
 from airflow_provider_training.embedded.runtime import ControllerContext, For, Owns, WorkQueue
 from airflow_provider_training.embedded.store import AlreadyExistsError, ConflictError, NotFoundError, Store, WatchEvent
 from airflow_provider_training.frameworks.timeutil import format_time, parse_time
+from airflow_provider_training.specs.annotations import BATCH_CONTROLLER_UID as CONTROLLER_UID
+from airflow_provider_training.specs.annotations import WORKING_DIR_ANNOTATION
 
 JOBS = BY_KEY["batch/jobs"]
 COMPONENT = "job-controller"
@@ -130,8 +130,7 @@ class BatchJobController:
 
     # -- reconcile ------------------------------------------------------------------------------
     def reconcile(self, key: Key) -> float | None:
-        _, namespace, name = key
-        job = self.store.get(JOBS.key, namespace, name)
+        job = self.store.get(JOBS.key, key.namespace, key.name)
         if job is None or job["metadata"].get("deletionTimestamp"):
             return None
         if (job.get("spec") or {}).get("managedBy", MANAGED_BY) != MANAGED_BY:

@@ -23,12 +23,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from airflow_provider_training.embedded import canonical, runtime, volumes
-from airflow_provider_training.embedded.apiserver.batchjobs import (
-    CONTROLLER_UID,
-    JOB_NAME,
-    LEGACY_CONTROLLER_UID,
-    LEGACY_JOB_NAME,
-)
 from airflow_provider_training.embedded.controllers.batchjobs import (
     BACKOFF_EXCEEDED,
     COMPLETE,
@@ -51,6 +45,10 @@ from airflow_provider_training.embedded.resources import BY_KEY, PODS
 from airflow_provider_training.embedded.runtime import ControllerContext, For, Owns, WorkQueue
 from airflow_provider_training.embedded.store import AlreadyExistsError, ConflictError, NotFoundError, Store, WatchEvent
 from airflow_provider_training.frameworks.timeutil import format_time, parse_time
+from airflow_provider_training.specs.annotations import BATCH_CONTROLLER_UID as CONTROLLER_UID
+from airflow_provider_training.specs.annotations import BATCH_JOB_NAME as JOB_NAME
+from airflow_provider_training.specs.annotations import BATCH_LEGACY_CONTROLLER_UID as LEGACY_CONTROLLER_UID
+from airflow_provider_training.specs.annotations import BATCH_LEGACY_JOB_NAME as LEGACY_JOB_NAME
 
 JOBS = BY_KEY["batch/jobs"]
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
@@ -112,7 +110,7 @@ class IndexedJobController:
                 self.network.release_pod(meta.get("namespace", ""), meta["name"])
 
     def reconcile(self, key: Key) -> float | None:
-        _, namespace, name = key
+        namespace, name = key.namespace, key.name
         job = self.store.get(JOBS.key, namespace, name)
         if job is None or job["metadata"].get("deletionTimestamp") or not is_indexed(job):
             return None

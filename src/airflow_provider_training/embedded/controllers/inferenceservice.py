@@ -53,6 +53,7 @@ from airflow_provider_training.embedded.node.network import shared_network
 from airflow_provider_training.embedded.resources import BY_KEY, PODS
 from airflow_provider_training.embedded.runtime import ControllerContext, For, Owns, WorkQueue
 from airflow_provider_training.embedded.store import AlreadyExistsError, NotFoundError, Store, now_timestamp
+from airflow_provider_training.specs.refs import ObjectRef
 
 log = logging.getLogger(__name__)
 ISVCS = BY_KEY["serving.kserve.io/inferenceservices"]
@@ -149,11 +150,11 @@ class InferenceServiceController:
             await self.ingress.close_all()
 
     def enqueue(self, namespace: str, name: str) -> None:
-        self.work.add((ISVCS.key, namespace, name))
+        self.work.add(ObjectRef(ISVCS.kind, namespace, name))
 
     # -- reconcile ---------------------------------------------------------------------------------
     async def reconcile(self, key: Key) -> None:
-        _, namespace, name = key
+        namespace, name = key.namespace, key.name
         route_key = f"{namespace}/{name}"
         isvc = self.store.get(ISVCS.key, namespace, name)
         pods = self._pods(namespace, name, isvc)

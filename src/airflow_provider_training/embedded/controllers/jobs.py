@@ -24,8 +24,7 @@ from typing import Any
 from airflow_provider_training.embedded import canonical, runtime
 from airflow_provider_training.embedded.events import record_event
 from airflow_provider_training.embedded.node.network import LocalAddressing, shared_network
-from airflow_provider_training.embedded.node.runtime import WORKING_DIR_ANNOTATION
-from airflow_provider_training.embedded.resources import BY_KEY, PODS, RESOURCE_TYPES, ResourceType
+from airflow_provider_training.embedded.resources import BY_KEY, BY_KIND, PODS, RESOURCE_TYPES, ResourceType
 from airflow_provider_training.embedded.runtime import ControllerContext, For, Owns, WorkQueue
 from airflow_provider_training.embedded.store import AlreadyExistsError, ConflictError, NotFoundError, Store, WatchEvent
 from airflow_provider_training.frameworks import Event, PodState, objects, plugin, replicas, restarts, runpolicy
@@ -39,6 +38,7 @@ from airflow_provider_training.frameworks.base import (
     FrameworkPlugin,
 )
 from airflow_provider_training.specs import with_defaults
+from airflow_provider_training.specs.annotations import WORKING_DIR_ANNOTATION
 from airflow_provider_training.specs.common import JobStatus
 from airflow_provider_training.specs.jobs import TrainingJob, job_from_dict
 
@@ -93,7 +93,7 @@ class JobController:
 
     # -- reconcile ------------------------------------------------------------------------------
     def reconcile(self, key: Key) -> float | None:
-        resource, namespace, name = key
+        resource, namespace, name = BY_KIND[key.kind].key, key.namespace, key.name
         obj = self.store.get(resource, namespace, name)
         if obj is None or obj["metadata"].get("deletionTimestamp"):
             return None
@@ -104,7 +104,7 @@ class JobController:
             return None
         if runpolicy.is_managed_elsewhere(job):
             return None
-        return Pass(self, plugin(job.kind), job, obj, key).run()
+        return Pass(self, plugin(job.kind), job, obj, resource).run()
 
     # -- store helpers used by a pass -----------------------------------------------------------
     def job_pods(self, p: FrameworkPlugin, job: TrainingJob) -> list[dict[str, Any]]:
@@ -130,8 +130,10 @@ class JobController:
 class Pass:
     """One reconcile of one job (§3.1)."""
 
-    def __init__(self, c: JobController, p: FrameworkPlugin, job: TrainingJob, obj: dict[str, Any], key: Key) -> None:
-        self.c, self.p, self.job, self.obj, self.key = c, p, job, obj, key
+    def __init__(
+        self, c: JobController, p: FrameworkPlugin, job: TrainingJob, obj: dict[str, Any], resource: str
+    ) -> None:
+        self.c, self.p, self.job, self.obj, self.resource = c, p, job, obj, resource
         self.store = c.store
         self.now = datetime.now(UTC)
         self.status = job.status.model_copy(deep=True) if job.status is not None else JobStatus()
@@ -281,11 +283,11 @@ class Pass:
             )
 
     def count_exit_code_retries(self, total: int) -> None:
-        current = self.store.get(self.key[0], self.job.namespace, self.job.name)
+        current = self.store.get(self.resource, self.job.namespace, self.job.name)
         if current is None:
             return
         current["metadata"].setdefault("annotations", {})[EXIT_CODE_RETRIES_ANNOTATION] = str(total)
-        self.obj = self.store.update(self.key[0], current, check_rv=False)
+        self.obj = self.store.update(self.resource, current, check_rv=False)
 
     def delete_job(self) -> None:
         uid = self.obj["metadata"]["uid"]
@@ -295,7 +297,7 @@ class Pass:
             except NotFoundError:
                 continue
         with contextlib.suppress(NotFoundError):
-            self.store.delete(self.key[0], self.job.namespace, self.job.name, uid=uid)
+            self.store.delete(self.resource, self.job.namespace, self.job.name, uid=uid)
         self.events = []
         self.obj = {}
 
@@ -305,7 +307,7 @@ class Pass:
             return
         after = dump_status(self.status)
         if after != self.before:
-            current = self.store.get(self.key[0], self.job.namespace, self.job.name)
+            current = self.store.get(self.resource, self.job.namespace, self.job.name)
             if current is None or current["metadata"]["uid"] != self.obj["metadata"]["uid"]:
                 return
             if current["metadata"]["resourceVersion"] != self.obj["metadata"]["resourceVersion"] and current.get(
@@ -313,6 +315,6 @@ class Pass:
             ) != self.obj.get("spec"):
                 raise ConflictError(self.job.name)
             current["status"] = after
-            self.obj = self.store.update(self.key[0], current, check_rv=False)
+            self.obj = self.store.update(self.resource, current, check_rv=False)
         for e in self.events:
             self.c.event(self.obj, e)

@@ -26,12 +26,12 @@ from airflow_provider_training.embedded import runtime
 from airflow_provider_training.embedded.controllers.indexedjobs import address_key
 from airflow_provider_training.embedded.events import record_event
 from airflow_provider_training.embedded.node.network import Network, shared_network
-from airflow_provider_training.embedded.node.runtime import WORKING_DIR_ANNOTATION
 from airflow_provider_training.embedded.resources import BY_KEY
 from airflow_provider_training.embedded.runtime import ControllerContext, For, Owns, WorkQueue
 from airflow_provider_training.embedded.store import AlreadyExistsError, ConflictError, NotFoundError, Store, WatchEvent
 from airflow_provider_training.frameworks.trainer import jobset as js
 from airflow_provider_training.frameworks.trainer.status import find, set_condition
+from airflow_provider_training.specs.annotations import WORKING_DIR_ANNOTATION
 
 log = logging.getLogger(__name__)
 JOBSETS = BY_KEY["jobset.x-k8s.io/jobsets"]
@@ -119,7 +119,7 @@ class JobSetController:
                 release(event.object, self.network)
 
     def reconcile(self, key: Key) -> float | None:
-        _, namespace, name = key
+        namespace, name = key.namespace, key.name
         obj = self.store.get(JOBSETS.key, namespace, name)
         if obj is None or obj["metadata"].get("deletionTimestamp"):
             return None

@@ -30,17 +30,17 @@ from datetime import UTC, datetime
 from typing import Any
 
 from airflow_provider_training.embedded import runtime
-from airflow_provider_training.embedded.apiserver.trainer import stored_runtime
 from airflow_provider_training.embedded.controllers import jobset as jobsets
 from airflow_provider_training.embedded.events import record_event
 from airflow_provider_training.embedded.node.network import Network, shared_network
-from airflow_provider_training.embedded.node.runtime import WORKING_DIR_ANNOTATION
 from airflow_provider_training.embedded.resources import BY_KEY
 from airflow_provider_training.embedded.runtime import ControllerContext, For, Owns, WorkQueue
 from airflow_provider_training.embedded.runtimes import trainer_initializer
 from airflow_provider_training.embedded.store import AlreadyExistsError, ConflictError, Store, WatchEvent
+from airflow_provider_training.embedded.trainerruntimes import stored_runtime
 from airflow_provider_training.frameworks.trainer import BuildError, build, new_ssh_key
 from airflow_provider_training.frameworks.trainer.status import finished, reconcile_status, set_condition
+from airflow_provider_training.specs.annotations import WORKING_DIR_ANNOTATION
 from airflow_provider_training.specs.trainer import constants as c
 from airflow_provider_training.specs.trainer.documents import check_document
 from airflow_provider_training.specs.trainer.models import TrainJob
@@ -106,7 +106,7 @@ class TrainJobController:
             self.network.release_pod(event.namespace, _port_key(event.name))
 
     def reconcile(self, key: Key) -> float | None:
-        _, namespace, name = key
+        namespace, name = key.namespace, key.name
         obj = self.store.get(TRAINJOBS.key, namespace, name)
         if obj is None or obj["metadata"].get("deletionTimestamp"):
             return None

@@ -29,13 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_training.embedded import podlogs
-from airflow_provider_training.embedded.controllers.base import ControllerContext
 from airflow_provider_training.embedded.events import record_event
 from airflow_provider_training.embedded.node import isolation, podspec
 from airflow_provider_training.embedded.node.capacity import Capacity
 from airflow_provider_training.embedded.node.network import Network, shared_network
 from airflow_provider_training.embedded.node.runtime import Runtime
 from airflow_provider_training.embedded.resources import BY_KEY, PODS
+from airflow_provider_training.embedded.runtime import ControllerContext
 from airflow_provider_training.embedded.store import NotFoundError, Store, now_timestamp
 
 log = logging.getLogger(__name__)

@@ -46,7 +46,8 @@ def direct(
     if nsenter is None or os.geteuid() != 0 or found is None:
         return None
     pod_dir, spec = found
-    chosen = next((c for c in spec.get("containers") or [] if c["name"] == container), None)
+    everyone = (spec.get("containers") or []) + (spec.get("initContainers") or [])  # a running init container too
+    chosen = next((c for c in everyone if c["name"] == container), None)
     pid = _container_pid(pod_dir, container)
     if chosen is None or pid is None:
         return None
@@ -60,7 +61,7 @@ def _container_pid(pod_dir: Path, name: str) -> int | None:
     """The running container's process (``containerID: process://PID`` in the supervisor's state)."""
     try:
         state = json.loads((pod_dir / "state.json").read_text())
-        for status in state.get("containerStatuses") or []:
+        for status in (state.get("containerStatuses") or []) + (state.get("initContainerStatuses") or []):
             if status.get("name") == name and "running" in (status.get("state") or {}):
                 return int(str(status.get("containerID", "")).removeprefix("process://"))
     except (OSError, ValueError, TypeError):
@@ -91,7 +92,7 @@ def main(argv: list[str]) -> int:
         print(f'Error from server (NotFound): pods "{pod}" not found', file=sys.stderr)
         return 1
     pod_dir, spec = found
-    containers = spec.get("containers") or []
+    containers = (spec.get("containers") or []) + (spec.get("initContainers") or [])
     chosen = next((c for c in containers if container in (None, c["name"])), None)
     if chosen is None:
         print(f"error: container {container} not found in pod {pod}", file=sys.stderr)

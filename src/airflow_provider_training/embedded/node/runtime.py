@@ -28,9 +28,10 @@ from typing import Any
 
 import yaml
 
+from airflow_provider_training.specs.annotations import WORKING_DIR_ANNOTATION
+
 IMAGES_ENV = "AIRFLOW_TRAINING_IMAGES"
 WORKDIR_ENV = "AIRFLOW_TRAINING_WORKDIR"
-WORKING_DIR_ANNOTATION = "training.airflow.apache.org/working-dir"
 # What a container inherits from the daemon's environment (like an image's ENV): nothing secret.
 INHERITED = ("HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "SHELL")
 

@@ -10,7 +10,7 @@ time::
         def reconcile(self, key: Key) -> float | None:   # (or async)
             ...                                          # seconds until the next pass, or None
 
-Keys are ``(resource, namespace, name)`` of the reconciled object. :func:`run` starts one informer
+Keys are :class:`ObjectRef` s (kind, namespace, name; no uid: a recreated object is the same key). :func:`run` starts one informer
 per source, maps each event to keys (the object itself, its controlling owner, or the owner a label
 names), and works them off one queue: a key is reconciled once however many events arrived while it
 waited (a burst of pod status writes is one pass); a :class:`ConflictError` requeues it at once, any
@@ -29,9 +29,16 @@ from typing import Any, Protocol
 from airflow_provider_training.embedded.runtime.context import ControllerContext
 from airflow_provider_training.embedded.runtime.queue import WorkQueue
 from airflow_provider_training.embedded.store import ConflictError, WatchEvent
+from airflow_provider_training.specs.refs import ObjectRef
+from airflow_provider_training.specs.resources import BY_KEY
 
 log = logging.getLogger(__name__)
-Key = tuple[str, str, str]  # (store resource, namespace, name)
+Key = ObjectRef
+
+
+def key_of(resource: str, namespace: str, name: str) -> Key:
+    """The key of an object of the store resource ``resource``."""
+    return ObjectRef(BY_KEY[resource].kind, namespace, name)
 
 
 class Source(Protocol):
@@ -50,7 +57,7 @@ class For:
     resource: str
 
     def keys(self, event: WatchEvent) -> Iterable[Key]:
-        return [(self.resource, event.namespace, event.name)]
+        return [key_of(self.resource, event.namespace, event.name)]
 
 
 @dataclass(frozen=True)
@@ -68,9 +75,9 @@ class Owns:
         meta = event.object.get("metadata") or {}
         if self.label:
             name = (meta.get("labels") or {}).get(self.label)
-            return [(self.owner, event.namespace, name)] if name else []
+            return [key_of(self.owner, event.namespace, name)] if name else []
         return [
-            (self.owner, event.namespace, str(ref.get("name", "")))
+            key_of(self.owner, event.namespace, str(ref.get("name", "")))
             for ref in meta.get("ownerReferences") or []
             if ref.get("controller")
             and ref.get("kind") == self.kind
@@ -120,7 +127,7 @@ async def run(
             if on_event is not None:
                 on_event(event)
             if event.type == "DELETED" and resource in own:
-                work.forget((resource, event.namespace, event.name))
+                work.forget(key_of(resource, event.namespace, event.name))
             for source in sources:
                 for key in source.keys(event):
                     work.add(key)
@@ -149,7 +156,7 @@ async def _reconcile_one(controller: Reconciler, work: WorkQueue[Key], key: Key)
         return
     except Exception:  # one object's failure must not stop the others: logged, retried with back-off
         delay = work.retry(key)
-        log.exception("%s: reconciling %s failed; retrying in %.2fs", controller.name, "/".join(key), delay)
+        log.exception("%s: reconciling %s failed; retrying in %.2fs", controller.name, key, delay)
         return
     work.forget_failures(key)
     if outcome is not None:
