@@ -109,3 +109,23 @@ def test_trainjob_operator_refuses_an_invalid_trainjob_before_submitting(
         GROUP, VERSION, test_namespace, "trainjobs"
     )
     assert listed["items"] == []
+
+
+def test_deferrable_operator_and_sensor_wait_for_trainjobs(
+    run_dag: Any, test_namespace: str, kube_api: Any, capfd: Any
+) -> None:
+    deferred = trainjob("deferred", numNodes=1, command=[PY, "-c", STEPS])
+    submitted = trainjob("watched", numNodes=1, command=[PY, "-c", STEPS])
+    body = f"""
+TrainJobOperator(task_id="train", job={deferred!r}, namespace="{test_namespace}", deferrable=True)
+submit = TrainJobOperator(task_id="submit", job={submitted!r}, namespace="{test_namespace}", wait_for_completion=False)
+wait = TrainingJobSensor(task_id="wait", job_name="watched", kind="TrainJob", namespace="{test_namespace}",
+                         deferrable=True)
+submit >> wait
+"""
+    dr = run_dag(dag_file("tj_defer", body), "tj_defer")
+    states = {ti.task_id: ti.state for ti in dr.get_task_instances()}
+    assert states == {"train": "success", "submit": "success", "wait": "success"}
+    assert xcom(dr.get_task_instance("wait"), "return_value")["state"] == "Succeeded"
+    out = "".join(capfd.readouterr())
+    assert "] rank 0 step 2" in out  # node-0's log printed when the deferred task resumed
