@@ -17,7 +17,9 @@ so concurrent jobs on one machine never collide; pod DNS names become loopback a
 ``TrainJobResourcesCreationFailed`` instead of retrying forever. Initializers: Kubeflow's
 initializer images run ``embedded/runtimes/trainer_initializer.py`` (``kit://``, ``pvc://``, local
 paths); an ``hf://`` or ``s3://`` storageUri fails the TrainJob at once with reason
-``InitializerNotSupported`` and a message saying what works instead.
+``InitializerNotSupported`` and a message saying what works instead. MPI: no sshd here, so
+``mpirun`` on the launcher gets an rsh agent that runs ``orted`` in the node pods through the node's
+exec (the v1 MPIJob's way), OpenMPI is pinned to loopback, and ``sshd`` node commands just wait.
 """
 
 from __future__ import annotations
@@ -25,8 +27,10 @@ from __future__ import annotations
 import contextlib
 import copy
 import logging
+import os
 import sys
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from airflow_provider_training.embedded import runtime
@@ -55,6 +59,27 @@ ADDRESS_ENVS = (c.JAX_ENV_COORDINATOR_ADDRESS,)
 CREATION_FAILED = "TrainJobResourcesCreationFailed"
 # Embedded only: an initializer this node cannot run (hf://, s3://) fails the TrainJob at once.
 INITIALIZER_NOT_SUPPORTED = "InitializerNotSupported"
+# OpenMPI as root on one machine, over loopback only (the node's v1 MPIJob settings), plus the rsh
+# agent below; the plugin's plm_rsh_args (ssh options) are skipped by that agent.
+MPI_ENV = {
+    "OMPI_ALLOW_RUN_AS_ROOT": "1",
+    "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+    "OMPI_MCA_oob_tcp_if_include": "lo",
+    "OMPI_MCA_btl_tcp_if_include": "lo",
+    "OMPI_MCA_btl": "self,tcp",
+    "OMPI_MCA_plm_rsh_no_tree_spawn": "1",
+}
+MPI_NAMESPACE_ENV = "TRAINJOB_NAMESPACE"
+# The node's stdlib-only exec entry point, by path (controllers do not import the node package).
+NODE_ENTRY = Path(__file__).resolve().parents[1] / "node" / "entry.py"
+RSH_AGENT = """#!/bin/sh
+# OpenMPI's rsh agent for TrainJobs on the embedded node (written by the TrainJob controller):
+# ssh options are skipped; the host is a pod's loopback address, reached through the node's exec.
+while [ "$1" = "-o" ]; do shift 2; done
+HOST=$1
+shift
+exec "{python}" -I -S "{entry}" exec "{node_dir}" "${namespace_env}" exec "$HOST" -- /bin/sh -c "$*"
+"""
 INITIALIZER_IMAGES = {s: f"ghcr.io/kubeflow/trainer/{s}-initializer" for s in ("dataset", "model")}
 Key = runtime.controller.Key
 
@@ -100,6 +125,19 @@ class TrainJobController:
         self.home = ctx.home
         self.network = shared_network(ctx.home)
         await runtime.run(self, ctx, self.work, on_event=self._on_event)
+
+    def rsh_agent(self) -> Path:
+        path = self.home.root / "node" / "bin" / "trainer-mpi-rsh"
+        text = RSH_AGENT.format(
+            python=sys.executable, entry=NODE_ENTRY, node_dir=self.home.root / "node", namespace_env=MPI_NAMESPACE_ENV
+        )
+        if not path.exists() or path.read_text() != text:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.tmp")
+            tmp.write_text(text)
+            tmp.chmod(0o755)
+            os.replace(tmp, path)
+        return path
 
     def _on_event(self, event: WatchEvent) -> None:
         if event.type == "DELETED" and event.resource == TRAINJOBS.key:
@@ -177,6 +215,8 @@ class TrainJobPass:
         if workdir:  # a node setting (the DAG folder), not an upstream annotation: carried to the pods
             jobset["metadata"].setdefault("annotations", {})[WORKING_DIR_ANNOTATION] = workdir
         self.local_initializers(jobset)
+        if built.slots is not None:
+            self.local_mpi(jobset)
         for extra in built.objects:
             resource = "core/configmaps" if extra["kind"] == "ConfigMap" else "core/secrets"
             extra = jobsets.localize(extra, jobset, self.c.network)
@@ -202,6 +242,20 @@ class TrainJobPass:
                     continue
                 container["command"] = [sys.executable, "-m", trainer_initializer.__name__, step]
                 container.setdefault("env", []).append({"name": trainer_initializer.PVC_ROOT_ENV, "value": claims})
+
+    def local_mpi(self, jobset: dict[str, Any]) -> None:
+        """OpenMPI without sshd: mpirun reaches the node pods through the node's exec (as the v1
+        MPIJob's kubexec.sh does), over loopback; nodes that would run ``sshd`` just wait."""
+        agent = self.c.rsh_agent()
+        for rjob in jobset["spec"].get("replicatedJobs") or []:
+            pod = ((rjob.get("template") or {}).get("spec") or {}).get("template", {}).get("spec") or {}
+            for container in pod.get("containers") or []:
+                if str((container.get("command") or [""])[0]).endswith("/sshd"):
+                    container["command"] = [sys.executable, "-c", "import signal; signal.pause()"]
+                    container.pop("args", None)
+                extra = {**MPI_ENV, "OMPI_MCA_plm_rsh_agent": str(agent), MPI_NAMESPACE_ENV: self.namespace}
+                env = [e for e in container.get("env") or [] if e.get("name") not in extra]
+                container["env"] = env + [{"name": k, "value": v} for k, v in extra.items()]
 
     def sync_suspend(self, jobset: dict[str, Any]) -> None:
         suspend = bool(self.trainjob.spec.suspend)
