@@ -37,12 +37,13 @@ from airflow_provider_training.embedded.node.agent import NodeAgent
 from airflow_provider_training.embedded.paths import Home
 from airflow_provider_training.embedded.resources import INITIAL_NAMESPACES
 from airflow_provider_training.embedded.runtime import ControllerContext, run_controllers
-from airflow_provider_training.embedded.store import Store, StoreVersionError
+from airflow_provider_training.embedded.store import Store, StoreDamagedError, StoreFullError, StoreVersionError
 from airflow_provider_training.embedded.tls import ensure_certificates
 
 log = logging.getLogger("airflow_provider_training.embedded")
 EXIT_ALREADY_RUNNING = 3
 EXIT_STORE_VERSION = 4
+EXIT_STORE_DAMAGED = 5
 
 
 def acquire_lock(home: Home) -> IO[str] | None:
@@ -97,6 +98,10 @@ def serve(home: Home, port: int | None = None) -> int:
         log.error("%s", exc)
         home.pid.unlink(missing_ok=True)
         return EXIT_STORE_VERSION
+    except (StoreDamagedError, StoreFullError) as exc:
+        log.error("%s", exc)
+        home.pid.unlink(missing_ok=True)
+        return EXIT_STORE_DAMAGED
     token = kubeconfig.load_or_create_token(home)
     sock = bind(home, port)
     bound_port = sock.getsockname()[1]

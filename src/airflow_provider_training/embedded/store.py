@@ -10,6 +10,7 @@ in-process listeners, which the store calls after each commit.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import json
 import sqlite3
 import threading
@@ -71,6 +72,31 @@ class StoreVersionError(StoreError):
     pass
 
 
+class StoreFullError(StoreError):
+    """The disk (or file system) holding the store has no room for the write; nothing was written."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(f"insufficient storage: the store's disk is full ({path})")
+        self.path = path
+
+
+class StoreDamagedError(StoreError):
+    """``store.db`` is not a database, or fails SQLite's integrity check."""
+
+    def __init__(self, path: Path, detail: str) -> None:
+        super().__init__(
+            f"the store {path} is damaged ({detail}). Stop the daemon, then restore {path.name} from a backup, "
+            f"or move it aside to start with an empty store: mv {path} {path}.damaged (the files next to it, "
+            f"{path.name}-wal and {path.name}-shm, belong to it: move them too)"
+        )
+        self.path = path
+
+
+def _is_full(exc: sqlite3.Error) -> bool:
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    return name == "SQLITE_FULL" or "disk is full" in str(exc) or "No space left" in str(exc)
+
+
 @dataclass(frozen=True)
 class WatchEvent:
     type: str  # ADDED | MODIFIED | DELETED
@@ -105,21 +131,36 @@ def _dumps(obj: Any) -> str:
 class Store:
     """Thread-safe; writes are serialised by a lock, reads share the same connection under it."""
 
-    def __init__(self, path: Path, *, durable: bool = False, event_retention: int = 50_000) -> None:
+    def __init__(self, path: Path, *, durable: bool = False, event_retention: int = 50_000, check: bool = True) -> None:
+        """``check``: run SQLite's ``integrity_check`` first (the daemon does, once per start)."""
         self.path = path
         self._lock = threading.RLock()
         self._listeners: builtins.list[Listener] = []
         self._event_retention = event_retention
         self._conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
-        self._conn.execute("PRAGMA busy_timeout=5000")
-        self._open_schema()
-        self._rv = int(self._meta("resource_version", "0"))
-        self._compacted = int(self._meta("compacted_rv", "0"))
+        try:
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
+            self._conn.execute("PRAGMA busy_timeout=5000")
+            if check:
+                self._check_integrity()
+            self._open_schema()
+            self._rv = int(self._meta("resource_version", "0"))
+            self._compacted = int(self._meta("compacted_rv", "0"))
+        except (sqlite3.DatabaseError, ValueError) as exc:
+            self._conn.close()
+            if isinstance(exc, sqlite3.Error) and _is_full(exc):
+                raise StoreFullError(path) from None
+            raise StoreDamagedError(path, str(exc)) from None
         self._writes_since_compaction = 0
 
     # -- schema ---------------------------------------------------------------------------------
+    def _check_integrity(self) -> None:
+        rows = self._conn.execute("PRAGMA integrity_check(5)").fetchall()
+        problems = [str(row[0]) for row in rows if row[0] != "ok"]
+        if problems:
+            raise StoreDamagedError(self.path, "; ".join(problems))
+
     def _open_schema(self) -> None:
         with self._lock:
             tables = {row[0] for row in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -390,8 +431,13 @@ class Store:
             if self._writes_since_compaction >= min(1000, max(1, self._event_retention // 10)):
                 self._compact(rv)
             conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
+        except BaseException as exc:
+            # SQLite rolls back by itself on some errors (a full disk): only roll back what is open.
+            if conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.Error) and _is_full(exc):
+                raise StoreFullError(self.path) from None
             raise
         self._rv = rv
         for event_type, resource, obj, old in changes:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hmac
 import logging
+import sqlite3
 from typing import Any
 
 from fastapi import FastAPI
@@ -26,6 +27,7 @@ from airflow_provider_training.embedded.apiserver.logs import logs
 from airflow_provider_training.embedded.apiserver.patch import APPLY_PATCH
 from airflow_provider_training.embedded.apiserver.watch import watch
 from airflow_provider_training.embedded.resources import GROUP_VERSIONS
+from airflow_provider_training.embedded.store import StoreDamagedError, StoreFullError
 
 log = logging.getLogger(__name__)
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
@@ -140,6 +142,14 @@ def create_app(ctx: ServerContext) -> FastAPI:
             return await _resource(request, ctx, path)
         except errors.ApiError as exc:
             return error_response(exc)
+        except StoreFullError as exc:  # nothing was written; it works again once space is freed
+            log.warning("%s", exc)
+            return error_response(errors.ApiError(507, "InsufficientStorage", str(exc)))
+        except sqlite3.DatabaseError as exc:
+            log.error("the store %s failed: %s", ctx.store.path, exc)
+            return error_response(
+                errors.ApiError(500, "InternalError", str(StoreDamagedError(ctx.store.path, str(exc))))
+            )
         except Exception as exc:  # keep serving; the client gets a Status, the log the traceback
             log.exception("internal error serving %s %s", request.method, request.url.path)
             return error_response(errors.ApiError(500, "InternalError", f"an error on the server: {exc}"))

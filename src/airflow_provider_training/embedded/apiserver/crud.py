@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from airflow_provider_training.embedded import volumes
-from airflow_provider_training.embedded.apiserver import batchjobs, errors, managed
+from airflow_provider_training.embedded.apiserver import batchjobs, builtin, errors, limits, managed
 from airflow_provider_training.embedded.apiserver.admission import admit_training_job, field_validation_mode
 from airflow_provider_training.embedded.apiserver.context import ServerContext
 from airflow_provider_training.embedded.apiserver.defaulting import canonical_form
@@ -74,20 +74,9 @@ def _check_type(rt: ResourceType, obj: Any) -> dict[str, Any]:
 
 
 def _check_name(rt: ResourceType, name: str) -> None:
-    if len(name) > 253 or not _DNS_SUBDOMAIN.match(name):
-        raise errors.invalid(
-            rt,
-            name,
-            [
-                (
-                    "metadata.name",
-                    f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist of lower case '
-                    "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character "
-                    "(e.g. 'example.com', regex used for validation is "
-                    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
-                )
-            ],
-        )
+    issues = builtin.subdomain("metadata.name", name)
+    if issues:
+        raise errors.invalid(rt, name, issues)
 
 
 def _require_namespace(ctx: ServerContext, namespace: str) -> None:
@@ -185,6 +174,7 @@ async def create_object(
 ) -> Response:
     rt = target.rt
     obj = _check_type(rt, body)
+    obj, decode_warnings = builtin.admit(rt, obj, field_validation_mode(request.query_params.get("fieldValidation")))
     meta = obj["metadata"]
     if rt.namespaced:
         namespace = target.namespace or meta.get("namespace") or "default"
@@ -203,14 +193,17 @@ async def create_object(
             raise errors.invalid(rt, "", [("metadata.name", "Required value: name or generateName is required")])
         meta["name"] = prefix + "".join(secrets.choice(_GENERATE_ALPHABET) for _ in range(5))
     _check_name(rt, meta["name"])
+    builtin.validate(rt, obj)
     _prepare_new(ctx, rt, obj)
-    warnings: list[str] = []
+    warnings: list[str] = list(decode_warnings)
     if rt.training_job is not None:
         mode = field_validation_mode(request.query_params.get("fieldValidation"))
-        obj, warnings = admit_training_job(rt, obj, None, mode)
+        obj, job_warnings = admit_training_job(rt, obj, None, mode)
+        warnings += job_warnings
     elif rt.trainer is not None:
         mode = field_validation_mode(request.query_params.get("fieldValidation"))
-        obj, warnings = admit_trainer_object(ctx.store, rt, obj, None, mode)
+        obj, job_warnings = admit_trainer_object(ctx.store, rt, obj, None, mode)
+        warnings += job_warnings
     if record_manager:
         managed.record_update(None, obj, _manager(request), rt.api_version)
     uid = None
@@ -248,9 +241,8 @@ def list_objects(request: Request, ctx: ServerContext, target: Target) -> ListRe
         fields = parse_field_selector(query.get("fieldSelector"), rt.allows_field)
     except SelectorError as exc:
         raise errors.bad_request(str(exc)) from None
-    limit = query.get("limit")
-    if limit is not None and not limit.isdigit():
-        raise errors.bad_request(f"limit must be a non-negative integer (got {limit!r})")
+    limit = limits.non_negative(query.get("limit"), "limit")
+    limits.resource_version(query.get("resourceVersion"))
     after: tuple[str, str] | None = None
     if token := query.get("continue"):
         try:
@@ -272,7 +264,7 @@ def list_objects(request: Request, ctx: ServerContext, target: Target) -> ListRe
         label_filter=label_matcher(labels) if labels else None,
         object_filter=field_matcher(fields) if fields else None,
         after=after,
-        limit=int(limit) if limit and int(limit) > 0 else None,
+        limit=limit or None,
     )
 
 
@@ -313,12 +305,12 @@ def _finish_update(
 ) -> Response:
     """Shared by replace and patch: status vs main resource, immutable fields, admission, store."""
     rt = target.rt
+    new, warnings = builtin.admit(rt, new, field_validation_mode(request.query_params.get("fieldValidation")))
     meta = new.setdefault("metadata", {})
     for key in ("name", "namespace", "uid", "creationTimestamp"):
         if key in old["metadata"]:
             meta[key] = old["metadata"][key]
     new["kind"], new["apiVersion"] = rt.kind, rt.api_version
-    warnings: list[str] = []
     if target.subresource == "status":
         status = new.get("status")
         new = copy.deepcopy(old)
@@ -331,16 +323,19 @@ def _finish_update(
                 new.pop("status")
         if rt.training_job is not None:
             mode = field_validation_mode(request.query_params.get("fieldValidation"))
-            new, warnings = admit_training_job(rt, new, old, mode)
+            new, job_warnings = admit_training_job(rt, new, old, mode)
+            warnings += job_warnings
         elif rt.trainer is not None:
             mode = field_validation_mode(request.query_params.get("fieldValidation"))
-            new, warnings = admit_trainer_object(ctx.store, rt, new, old, mode)
+            new, job_warnings = admit_trainer_object(ctx.store, rt, new, old, mode)
+            warnings += job_warnings
         elif rt.key == BATCH_JOBS:
             batchjobs.admit_update(rt, new, old)
         _fold_string_data(rt, new)
         canonical_form(rt, new, new=False)
         if request.headers.get("content-type", "").split(";")[0].strip() != APPLY_PATCH:
             managed.record_update(old, new, _manager(request), rt.api_version)
+    builtin.validate(rt, new)
     if _dry_run(request):
         return _single(request, rt, new, 200, warnings)
     return _single(request, rt, _store_update(ctx, rt, new), 200, warnings)
@@ -379,6 +374,9 @@ async def patch(request: Request, ctx: ServerContext, target: Target) -> Respons
             "Invalid" if "could not be applied" in str(exc) else "BadRequest",
             str(exc),
         ) from None
+    except (TypeError, AttributeError, ValueError, KeyError, IndexError, RecursionError) as exc:
+        # a patch whose directives do not fit the object ($deleteFromPrimitiveList of a map, …)
+        raise errors.bad_request(f"the patch could not be applied: {type(exc).__name__}: {exc}") from None
     if not isinstance(new, dict) or not isinstance(new.get("metadata", {}), dict):
         raise errors.bad_request("the patched object is not a JSON object with metadata")
     return _finish_update(request, ctx, target, old, new)
@@ -386,7 +384,7 @@ async def patch(request: Request, ctx: ServerContext, target: Target) -> Respons
 
 async def _delete_options(request: Request, ctx: ServerContext) -> dict[str, Any]:
     options: dict[str, Any] = {}
-    if int(request.headers.get("content-length") or 0) > 0:
+    if limits.content_length(request.headers.get("content-length")) > 0:
         body = await read_body(request, ctx.settings.max_body_bytes)
         if isinstance(body, dict):
             options = body

@@ -6,11 +6,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
 from starlette.requests import Request
 from starlette.responses import Response
 
-from airflow_provider_training.embedded.apiserver import protobuf
+from airflow_provider_training.embedded.apiserver import limits, protobuf
 from airflow_provider_training.embedded.apiserver.errors import (
     ApiError,
     bad_request,
@@ -58,7 +57,7 @@ def parse_target(path: str) -> Target:
 
 async def read_body(request: Request, limit: int) -> Any:
     declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
+    if declared is not None and limits.content_length(declared) > limit:
         raise too_large(limit)
     chunks, size = [], 0
     async for chunk in request.stream():
@@ -70,14 +69,13 @@ async def read_body(request: Request, limit: int) -> Any:
     if not raw.strip():
         raise bad_request("the request has no body: send the object as JSON")
     media = request.headers.get("content-type", "application/json").split(";")[0].strip()
-    try:
-        if media in ("application/yaml", "application/apply-patch+yaml"):
-            return yaml.safe_load(raw)
-        if media == protobuf.MEDIA_TYPE:
-            return _protobuf(raw)
-        return json.loads(raw)
-    except (ValueError, yaml.YAMLError) as exc:
-        raise bad_request(f"the body of the request was malformed {media.split('/')[-1].upper()}: {exc}") from exc
+    if media in ("application/yaml", "application/apply-patch+yaml"):
+        return limits.decode_yaml(raw)
+    if media == protobuf.MEDIA_TYPE:
+        decoded = _protobuf(raw)
+        limits.check_plain(decoded)
+        return decoded
+    return limits.decode_json(raw)
 
 
 def _protobuf(raw: bytes) -> Any:
@@ -91,13 +89,17 @@ def _protobuf(raw: bytes) -> Any:
 
 
 def dumps(obj: Any) -> bytes:
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+    # "replace": a Status may quote input, and input is not always valid Unicode
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "replace")
 
 
 def json_response(obj: Any, status_code: int = 200, warnings: list[str] | None = None) -> Response:
     response = Response(dumps(obj), status_code=status_code, media_type="application/json")
     for warning in warnings or []:
-        escaped = warning.replace("\\", "\\\\").replace('"', '\\"')
+        # A header holds printable ASCII only: field names from input may hold anything else.
+        text = warning.encode("ascii", "backslashreplace").decode("ascii")
+        text = "".join(c if " " <= c < "\x7f" else f"\\x{ord(c):02x}" for c in text)
+        escaped = text.replace("\\", "\\\\").replace('"', '\\"')
         response.headers.append("Warning", f'299 - "{escaped}"')
     return response
 

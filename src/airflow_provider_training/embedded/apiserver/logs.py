@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from airflow_provider_training.embedded import podlogs
-from airflow_provider_training.embedded.apiserver import errors
+from airflow_provider_training.embedded.apiserver import errors, limits
 from airflow_provider_training.embedded.apiserver.context import ServerContext
 from airflow_provider_training.embedded.apiserver.http import Target, flag
 from airflow_provider_training.embedded.resources import PODS
@@ -41,21 +41,18 @@ def _container(pod: dict[str, Any], requested: str | None) -> str:
 
 
 def _non_negative(request: Request, name: str) -> int | None:
-    value = request.query_params.get(name)
-    if value is None:
-        return None
-    if not value.isdigit():
-        raise errors.bad_request(f"{name} must be a non-negative integer (got {value!r})")
-    return int(value)
+    # bounded so that "now - sinceSeconds" and byte counts stay representable
+    return limits.non_negative(request.query_params.get(name), name, 10**12)
 
 
 def _since(request: Request) -> datetime | None:
     seconds = _non_negative(request, "sinceSeconds")
     if seconds is not None:
-        return datetime.now(timezone.utc) - timedelta(seconds=seconds)
+        return datetime.now(timezone.utc) - timedelta(seconds=min(seconds, 10**10))
     if text := request.query_params.get("sinceTime"):
         try:
-            return datetime.fromisoformat(text.replace("Z", "+00:00"))
+            when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+            return when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)
         except ValueError:
             raise errors.bad_request(f"sinceTime must be an RFC 3339 time (got {text!r})") from None
     return None

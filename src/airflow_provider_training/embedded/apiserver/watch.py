@@ -16,7 +16,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from airflow_provider_training.embedded.apiserver import errors
+from airflow_provider_training.embedded.apiserver import errors, limits
 from airflow_provider_training.embedded.apiserver.context import ServerContext
 from airflow_provider_training.embedded.apiserver.crud import list_objects
 from airflow_provider_training.embedded.apiserver.http import Target, dumps, flag
@@ -56,12 +56,11 @@ async def watch(request: Request, ctx: ServerContext, target: Target) -> Respons
             return False
         return labels(meta.get("labels") or {}) and fields(obj)
 
-    timeout = float(query.get("timeoutSeconds") or DEFAULT_TIMEOUT)
+    timeout = limits.timeout_seconds(query.get("timeoutSeconds"), DEFAULT_TIMEOUT)
     bookmarks = flag(query.get("allowWatchBookmarks"))
     initial_events = flag(query.get("sendInitialEvents"))
     since = query.get("resourceVersion") or ""
-    if since and not since.isdigit():
-        raise errors.bad_request(f'resourceVersion must be a number (got "{since}")')
+    limits.resource_version(since)
 
     queue: asyncio.Queue[WatchEvent] = asyncio.Queue()
     loop = asyncio.get_running_loop()

@@ -28,6 +28,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from airflow_provider_training.embedded import canonical, runtime
+from airflow_provider_training.embedded.controllers.refs import owner_references
 from airflow_provider_training.embedded.events import record_event
 from airflow_provider_training.embedded.resources import BY_KEY, PODS
 from airflow_provider_training.embedded.runtime import ControllerContext, For, Owns, WorkQueue
@@ -143,11 +144,7 @@ class BatchJobController:
         uid = job["metadata"]["uid"]
         selector = ((job.get("spec") or {}).get("selector") or {}).get("matchLabels") or {CONTROLLER_UID: uid}
         items = self.store.list(PODS.key, job["metadata"]["namespace"], label_equals=list(selector.items())).items
-        return [
-            p
-            for p in items
-            if any(r.get("uid") == uid and r.get("controller") for r in p["metadata"].get("ownerReferences") or [])
-        ]
+        return [p for p in items if any(r.get("uid") == uid and r.get("controller") for r in owner_references(p))]
 
 
 class Sync:

@@ -48,6 +48,7 @@ from airflow_provider_training.embedded.controllers.predictor import (
     build_pod,
     desired,
 )
+from airflow_provider_training.embedded.controllers.refs import owner_references
 from airflow_provider_training.embedded.events import record_event
 from airflow_provider_training.embedded.node.network import shared_network
 from airflow_provider_training.embedded.resources import BY_KEY, PODS
@@ -198,11 +199,7 @@ class InferenceServiceController:
     def _pods(self, namespace: str, name: str, isvc: dict[str, Any] | None) -> list[dict[str, Any]]:
         uid = (isvc or {}).get("metadata", {}).get("uid")
         items = self.store.list(PODS.key, namespace, label_equals=[(ISVC_LABEL, name)]).items
-        return [
-            p
-            for p in items
-            if uid is None or any(r.get("uid") == uid for r in p["metadata"].get("ownerReferences") or [])
-        ]
+        return [p for p in items if uid is None or any(r.get("uid") == uid for r in owner_references(p))]
 
     def _create_pod(self, isvc: dict[str, Any], predictor: Predictor) -> dict[str, Any] | None:
         namespace = isvc["metadata"]["namespace"]

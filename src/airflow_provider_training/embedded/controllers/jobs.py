@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from airflow_provider_training.embedded import canonical, runtime
+from airflow_provider_training.embedded.controllers.refs import owner_references
 from airflow_provider_training.embedded.events import record_event
 from airflow_provider_training.embedded.node.network import LocalAddressing, shared_network
 from airflow_provider_training.embedded.resources import BY_KEY, BY_KIND, PODS, RESOURCE_TYPES, ResourceType
@@ -117,11 +118,7 @@ class JobController:
         terms = [(lbl.JOB_NAME, job.name.replace("/", "-")), (lbl.OPERATOR_NAME, p.info.operator_name)]
         items = self.store.list(resource, job.namespace, label_equals=terms).items
         uid = job.metadata.uid
-        return [
-            o
-            for o in items
-            if any(r.get("uid") == uid and r.get("controller") for r in o["metadata"].get("ownerReferences") or [])
-        ]
+        return [o for o in items if any(r.get("uid") == uid and r.get("controller") for r in owner_references(o))]
 
     def event(self, obj: dict[str, Any], e: Event) -> None:
         record_event(self.store, obj, e.type, e.reason, e.message, COMPONENT)

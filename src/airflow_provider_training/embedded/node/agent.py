@@ -8,18 +8,21 @@ daemon. Supervisors ping
 ``node/agent.sock`` after each change of ``state.json``; the agent copies it into the pod status
 (phase, container states, restart counts, exit codes). When the daemon starts again it adopts the
 supervisors it finds under ``node/pods/<uid>/`` whose pods still exist and stops the others.
+
+This module is the loop and its store reads and writes; ``lifecycle`` starts, stops and checks
+supervisors (and what a dead one left running), ``podstatus`` computes status and events from a
+supervisor's state without I/O, and ``podspec`` turns a Pod into what its supervisor runs. Each
+per-pod step is isolated: one pod's failure is that pod's status and events, never the node's.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import json
 import logging
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -30,7 +33,7 @@ from typing import Any
 
 from airflow_provider_training.embedded import podlogs
 from airflow_provider_training.embedded.events import record_event
-from airflow_provider_training.embedded.node import isolation, podspec
+from airflow_provider_training.embedded.node import isolation, lifecycle, podspec, podstatus
 from airflow_provider_training.embedded.node.capacity import Capacity
 from airflow_provider_training.embedded.node.network import Network, shared_network
 from airflow_provider_training.embedded.node.runtime import Runtime
@@ -41,13 +44,8 @@ from airflow_provider_training.embedded.store import NotFoundError, Store, now_t
 log = logging.getLogger(__name__)
 CONFIGMAPS = BY_KEY["core/configmaps"]
 SECRETS = BY_KEY["core/secrets"]
-ENTRY = Path(__file__).with_name("entry.py")
 COMPONENT = "kubelet"
-TERMINAL = ("Succeeded", "Failed")
 RESYNC_INTERVAL = 1.0
-# A supervisor forked by the zygote takes its lock within milliseconds; one that has neither written
-# its state nor taken its lock after this long died before it could.
-SUPERVISOR_START_GRACE = 5.0
 
 
 def backoff_settings() -> dict[str, float]:
@@ -59,17 +57,14 @@ def backoff_settings() -> dict[str, float]:
     }
 
 
-def lock_held(path: Path) -> bool:
-    try:
-        with open(path, "a+") as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return True
-            fcntl.flock(handle, fcntl.LOCK_UN)
-            return False
-    except OSError:
-        return False
+def retry_settings() -> tuple[float, float]:
+    """A pod that cannot start is tried again after ``AIRFLOW_TRAINING_POD_RETRY`` seconds, doubling
+    up to ``…_MAX`` (the kubelet re-syncs such a pod on its own back-off), so broken pods cost the
+    node little while the valid ones proceed."""
+    return (
+        float(os.environ.get("AIRFLOW_TRAINING_POD_RETRY", "1")),
+        float(os.environ.get("AIRFLOW_TRAINING_POD_RETRY_MAX", "20")),
+    )
 
 
 @dataclass
@@ -83,8 +78,10 @@ class Tracked:
     state_mtime: int = 0
     done: bool = False
     deleting: bool = False
-    started_events: dict[str, int] = field(default_factory=dict)
-    backoff_events: set[tuple[str, int]] = field(default_factory=set)
+    seen: podstatus.Seen = field(default_factory=podstatus.Seen)
+    # Container processes its dead supervisor left running, being stopped (SIGTERM, then SIGKILL
+    # at ``orphans_deadline``) before the pod's fate is decided.
+    orphans_deadline: float | None = None
 
 
 class NodeAgent:
@@ -94,6 +91,8 @@ class NodeAgent:
         self.tracked: dict[str, Tracked] = {}
         self.waiting: dict[str, tuple[str, str]] = {}  # uid -> (namespace, name)
         self.reported: dict[str, str] = {}  # uid -> last scheduling / config message recorded
+        self.retry: dict[str, tuple[float, float]] = {}  # uid -> (next attempt, monotonic; delay)
+        self.failures: dict[str, str] = {}  # step -> last error logged, so a failure is logged once
 
     # -- set-up -------------------------------------------------------------------------------
     async def run(self, ctx: ControllerContext) -> None:
@@ -106,10 +105,10 @@ class NodeAgent:
         self.runtime = Runtime.from_settings(ctx.home.root)
         self.capacity = Capacity.from_env()
         self.backoff = backoff_settings()
+        self.retry_initial, self.retry_max = retry_settings()
         self.queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         self.socket_path = self.node_dir / "agent.sock"
-        self.zygote: subprocess.Popen[bytes] | None = None
-        self.use_zygote = os.environ.get("AIRFLOW_TRAINING_ZYGOTE", "1") != "0"
+        self.supervisors = lifecycle.Supervisors(self.node_dir)
         transport = await self._listen()
         log.info(
             "node agent: mounts by %s, %d GPU(s), pod addresses %s",
@@ -133,7 +132,7 @@ class NodeAgent:
         finally:
             for task in tasks:
                 task.cancel()
-            self._stop_zygote()
+            self.supervisors.stop_zygote()
             if transport is not None:
                 asyncio.get_running_loop().remove_reader(transport.fileno())
                 transport.close()
@@ -143,7 +142,7 @@ class NodeAgent:
             sys.executable,
             "-I",
             "-S",
-            str(ENTRY),
+            str(lifecycle.ENTRY),
             "probe",
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -181,7 +180,7 @@ class NodeAgent:
 
     async def _watch_config(self, kind: str, resource: str) -> None:
         async for event in self.ctx.informer(resource):
-            if event.type == "MODIFIED":
+            if event.type in ("ADDED", "MODIFIED"):
                 self.queue.put_nowait(("config", (kind, event)))
 
     async def _tick(self) -> None:
@@ -211,16 +210,37 @@ class NodeAgent:
         synced: set[str] = set()
         for kind, payload in batch:
             if kind == "pod":
-                self._on_pod(payload)
+                self._isolated(f"pod event {kind}", self._on_pod, payload)
             elif kind == "state" and payload not in synced:
                 synced.add(payload)
                 if payload in self.tracked:
-                    self._sync(self.tracked[payload])
+                    self._isolated(f"sync {payload}", self._sync, self.tracked[payload])
             elif kind == "tick":
                 self._resync()
             elif kind == "config":
-                self._refresh_volumes(*payload)
-        self._start_waiting()
+                self._isolated("config volumes", self._on_config, *payload)
+        self._isolated("start", self._start_waiting)
+
+    def _isolated(self, step: str, fn: Any, *args: Any) -> None:
+        """Run one per-object step; an error is logged once per step and message (not per pass), and
+        never stops the other pods' steps."""
+        try:
+            fn(*args)
+        except Exception as exc:
+            text = f"{type(exc).__name__}: {exc}"
+            if self.failures.get(step) != text:
+                self.failures[step] = text
+                log.warning("node agent: %s failed: %s", step, text, exc_info=log.isEnabledFor(logging.DEBUG))
+        else:
+            self.failures.pop(step, None)
+
+    def _on_config(self, kind: str, event: Any) -> None:
+        # A ConfigMap / Secret appeared or changed: pods waiting for it are tried again at once.
+        for uid, (namespace, _name) in self.waiting.items():
+            if namespace == event.namespace:
+                self.retry.pop(uid, None)
+        if event.type == "MODIFIED":
+            self._refresh_volumes(kind, event)
 
     def _on_pod(self, event: Any) -> None:
         pod = event.object
@@ -228,13 +248,14 @@ class NodeAgent:
         if event.type == "DELETED":
             self.waiting.pop(uid, None)
             self.reported.pop(uid, None)
+            self.retry.pop(uid, None)
             if uid in self.tracked:
                 self._terminate(self.tracked[uid])
             return
         if uid in self.tracked or uid in self.waiting:
             return
         status = pod.get("status") or {}
-        if status.get("phase") in TERMINAL:
+        if status.get("phase") in podstatus.TERMINAL:
             return
         node = (pod.get("spec") or {}).get("nodeName")
         if node == podspec.NODE_NAME:
@@ -257,33 +278,48 @@ class NodeAgent:
                 continue
             try:
                 podspec.refresh_config_volumes(context, pod, tracked.directory, kind, event.name)
-            except OSError as exc:
+            except (OSError, podspec.PodConfigError) as exc:
                 log.warning("cannot update the %s %s in pod %s: %s", kind, event.name, tracked.name, exc)
 
     def _resync(self) -> None:
         for tracked in list(self.tracked.values()):
             if tracked.deleting:
-                if not lock_held(tracked.directory / "supervisor.lock"):
-                    self._forget(tracked)
+                if not lifecycle.alive(tracked.directory) and not self._stop_orphans(tracked):
+                    self._isolated(f"forget {tracked.uid}", self._forget, tracked)
             elif not tracked.done:
-                self._sync(tracked)
+                self._isolated(f"sync {tracked.uid}", self._sync, tracked)
 
     # -- starting pods --------------------------------------------------------------------------
     def _start_waiting(self) -> None:
         if not self.waiting:
             return
         groups: dict[str, list[dict[str, Any]]] = {}
+        now = time.monotonic()
         for uid, (namespace, name) in list(self.waiting.items()):
+            if self.retry.get(uid, (0.0, 0.0))[0] > now:
+                continue  # failed to start a moment ago: its back-off has not passed (a deletion is an event)
             pod = self.store.get(PODS.key, namespace, name)
             if pod is None or pod["metadata"].get("uid") != uid:
                 self.waiting.pop(uid)
+                self.retry.pop(uid, None)
                 continue
-            owner = next(
-                (r.get("uid") for r in pod["metadata"].get("ownerReferences") or [] if r.get("controller")), uid
+            refs = pod["metadata"].get("ownerReferences")
+            owner = (
+                next(
+                    (r.get("uid") for r in refs if isinstance(r, dict) and r.get("controller")),
+                    uid,
+                )
+                if isinstance(refs, list)
+                else uid
             )
             groups.setdefault(str(owner), []).append(pod)
         for pods in groups.values():
-            decision = self.capacity.admit(pods)
+            try:
+                decision = self.capacity.admit(pods)
+            except Exception as exc:  # a field the scheduler cannot read (a quantity that is none)
+                for pod in pods:
+                    self._cannot_start(pod, podspec.PodConfigError("CreateContainerConfigError", _describe(exc)))
+                continue
             if not decision.admitted:
                 for pod in pods:
                     self._unschedulable(pod, decision.message)
@@ -292,7 +328,15 @@ class NodeAgent:
                 uid = pod["metadata"]["uid"]
                 if decision.warning_reason:
                     self._event(pod, "Warning", decision.warning_reason, decision.message)
-                if not self._start(pod, decision.gpus.get(uid, [])):
+                try:
+                    started = self._start(pod, decision.gpus.get(uid, []))
+                except Exception as exc:
+                    # Whatever went wrong with this pod stays with this pod: it gets the status and
+                    # event a kubelet gives, and is tried again after its back-off.
+                    shutil.rmtree(self.node_dir / "pods" / uid, ignore_errors=True)
+                    self._cannot_start(pod, podspec.PodConfigError("CreateContainerConfigError", _describe(exc)))
+                    started = False
+                if not started:
                     self.capacity.release(uid)
 
     def _unschedulable(self, pod: dict[str, Any], message: str) -> None:
@@ -300,19 +344,8 @@ class NodeAgent:
         if self.reported.get(uid) == message:
             return
         self.reported[uid] = message
-        self._event(pod, "Warning", "FailedScheduling", message, component="default-scheduler")
-        status = pod.setdefault("status", {})
-        status["phase"] = "Pending"
-        status["conditions"] = [
-            {
-                "type": "PodScheduled",
-                "status": "False",
-                "reason": "Unschedulable",
-                "message": message,
-                "lastProbeTime": None,
-                "lastTransitionTime": now_timestamp(),
-            }
-        ]
+        event = podstatus.unschedulable(pod.setdefault("status", {}), message, now_timestamp())
+        self._event(pod, *event, component="default-scheduler")
         self._write(pod)
 
     def _start(self, pod: dict[str, Any], gpu_ids: list[str]) -> bool:
@@ -326,10 +359,11 @@ class NodeAgent:
             spec = podspec.build(context, pod, directory, gpu_ids, bool(self.capacity.gpus))
         except podspec.PodConfigError as exc:
             shutil.rmtree(directory, ignore_errors=True)
-            self._config_error(pod, exc)
+            self._cannot_start(pod, exc)
             return False
         self.waiting.pop(uid, None)
         self.reported.pop(uid, None)
+        self.retry.pop(uid, None)
         spec.update(logs=str(self.ctx.home.logs), notify=str(self.socket_path), backoff=self.backoff)
         if self.isolation == isolation.LINKS:
             for container in spec["initContainers"] + spec["containers"]:
@@ -338,7 +372,7 @@ class NodeAgent:
                     self._event(pod, "Warning", "FailedMount", problem)
         shutil.rmtree(podlogs.container_log_dir(self.ctx.home, namespace, name, "x").parent, ignore_errors=True)
         (directory / "spec.json").write_text(json.dumps(spec))
-        process = self._spawn_supervisor(directory)
+        process = self.supervisors.spawn(directory)
         self.tracked[uid] = Tracked(uid, namespace, name, directory, process)
         pod.setdefault("spec", {})["nodeName"] = podspec.NODE_NAME
         now = now_timestamp()
@@ -364,99 +398,29 @@ class NodeAgent:
         )
         return True
 
-    # -- supervisors ----------------------------------------------------------------------------
-    def _spawn_supervisor(self, directory: Path) -> subprocess.Popen[bytes] | None:
-        """Fork the pod's supervisor from the zygote (None), or start it directly (its Popen)."""
-        if self.use_zygote:
-            for _ in range(2):
-                zygote = self._zygote()
-                if zygote is None or zygote.stdin is None:
-                    break
-                try:
-                    zygote.stdin.write(f"{directory}\n".encode())
-                    zygote.stdin.flush()
-                    return None
-                except OSError:
-                    log.warning("the supervisor zygote ended (exit code %s); starting another", zygote.poll())
-                    self.zygote = None
-        with open(directory / "supervisor.log", "ab") as errors:
-            return subprocess.Popen(
-                [sys.executable, "-I", "-S", str(ENTRY), "run", str(directory)],
-                stdin=subprocess.DEVNULL,
-                stdout=errors,
-                stderr=errors,
-                start_new_session=True,
-                close_fds=True,
-            )
-
-    def _zygote(self) -> subprocess.Popen[bytes] | None:
-        if self.zygote is not None and self.zygote.poll() is None:
-            return self.zygote
-        try:
-            with open(self.node_dir / "zygote.log", "ab") as errors:
-                self.zygote = subprocess.Popen(
-                    [sys.executable, "-I", "-S", str(ENTRY), "zygote"],
-                    stdin=subprocess.PIPE,
-                    stdout=errors,
-                    stderr=errors,
-                    start_new_session=True,
-                    close_fds=True,
-                )
-        except OSError as exc:
-            log.warning("cannot start the supervisor zygote (%s); starting supervisors directly", exc)
-            self.use_zygote = False
-            return None
-        return self.zygote
-
-    def _stop_zygote(self) -> None:
-        """Closing its stdin ends it; the supervisors it forked keep running."""
-        zygote, self.zygote = self.zygote, None
-        if zygote is None:
-            return
-        with contextlib.suppress(OSError):
-            if zygote.stdin is not None:
-                zygote.stdin.close()
-        try:
-            zygote.wait(timeout=2)
-        except subprocess.TimeoutExpired:
-            zygote.kill()
-            zygote.wait()
-
-    def _config_error(self, pod: dict[str, Any], exc: podspec.PodConfigError) -> None:
+    def _cannot_start(self, pod: dict[str, Any], exc: podspec.PodConfigError) -> None:
+        """The pod stays Pending with the kubelet's waiting reason and one event per new message,
+        and is tried again after a back-off that doubles with each failure."""
         uid = pod["metadata"]["uid"]
+        _, delay = self.retry.get(uid, (0.0, 0.0))
+        delay = min(self.retry_max, delay * 2) if delay else self.retry_initial
+        self.retry[uid] = (time.monotonic() + delay, delay)
         if self.reported.get(uid) == exc.message:
             return
         self.reported[uid] = exc.message
-        if exc.reason == "FailedMount":
-            self._event(pod, "Warning", "FailedMount", exc.message)
-        else:
-            self._event(pod, "Warning", "Failed", f"Error: {exc.message}")
-        status = pod.setdefault("status", {})
-        status["phase"] = "Pending"
-        status["containerStatuses"] = [
-            {
-                "name": c["name"],
-                "image": c.get("image", ""),
-                "imageID": "",
-                "ready": False,
-                "restartCount": 0,
-                "started": False,
-                "state": {
-                    "waiting": {
-                        "reason": exc.reason if exc.reason != "FailedMount" else "ContainerCreating",
-                        "message": exc.message,
-                    }
-                },
-            }
-            for c in pod.get("spec", {}).get("containers") or []
-        ]
+        log.info(
+            "pod %s/%s cannot start (%s): %s",
+            pod["metadata"].get("namespace"),
+            pod["metadata"].get("name"),
+            exc.reason,
+            exc.message,
+        )
+        event = podstatus.cannot_start(pod.setdefault("status", {}), _containers(pod), exc.reason, exc.message)
+        self._event(pod, *event)
         self._write(pod)
 
-    def _lost(self, pod: dict[str, Any]) -> None:
-        status = pod.setdefault("status", {})
-        status["phase"] = "Failed"
-        status["reason"] = "NodeLost"
-        status["message"] = "the pod's processes were lost (no supervisor state under the data directory)"
+    def _lost(self, pod: dict[str, Any], stopped: bool = False) -> None:
+        podstatus.lost(pod.setdefault("status", {}), stopped, now_timestamp())
         self._write(pod)
 
     # -- state -> status ------------------------------------------------------------------------
@@ -469,7 +433,7 @@ class NodeAgent:
                 self._supervisor_died(tracked)
             return
         if mtime == tracked.state_mtime:
-            if not tracked.done and not lock_held(tracked.directory / "supervisor.lock"):
+            if not tracked.done and not lifecycle.alive(tracked.directory):
                 self._supervisor_died(tracked)
             return
         tracked.state_mtime = mtime
@@ -488,82 +452,36 @@ class NodeAgent:
         if pod is None or pod["metadata"].get("uid") != tracked.uid:
             return
         before = json.dumps(pod.get("status"), sort_keys=True)
-        self._apply_state(pod, state)
+        podstatus.apply_state(pod.setdefault("status", {}), state, now_timestamp())
         if json.dumps(pod.get("status"), sort_keys=True) != before:
             self._write(pod)
-        self._container_events(tracked, pod, state)
+        for event in podstatus.container_events(state, tracked.seen, tracked.name, tracked.namespace, tracked.uid):
+            self._event(pod, *event)
 
     @staticmethod
     def _never_started(tracked: Tracked) -> bool:
         if tracked.process is not None:
             return tracked.process.poll() is not None
-        return time.monotonic() - tracked.started > SUPERVISOR_START_GRACE and not lock_held(
-            tracked.directory / "supervisor.lock"
+        return time.monotonic() - tracked.started > lifecycle.SUPERVISOR_START_GRACE and not lifecycle.alive(
+            tracked.directory
         )
 
-    def _apply_state(self, pod: dict[str, Any], state: dict[str, Any]) -> None:
-        status = pod.setdefault("status", {})
-        phase = state.get("phase") or "Pending"
-        status["phase"] = phase
-        if state.get("message"):
-            status["message"] = state["message"]
-        if state.get("initContainerStatuses"):
-            status["initContainerStatuses"] = state["initContainerStatuses"]
-        status["containerStatuses"] = state.get("containerStatuses") or []
-        inits_done = all(
-            "terminated" in (c.get("state") or {}) and c["state"]["terminated"].get("exitCode") == 0
-            for c in state.get("initContainerStatuses") or []
+    def _stop_orphans(self, tracked: Tracked) -> bool:
+        """Stop what a dead supervisor left running; True while any of it still runs."""
+        running, tracked.orphans_deadline = lifecycle.stop_orphans(
+            tracked.directory, tracked.orphans_deadline, f"{tracked.namespace}/{tracked.name}"
         )
-        ready = phase == "Running" and all(c.get("ready") for c in status["containerStatuses"])
-        why = "PodCompleted" if phase in TERMINAL else "ContainersNotReady"
-        wanted = [
-            ("Initialized", inits_done, "" if inits_done else "ContainersNotInitialized"),
-            ("Ready", ready, "" if ready else why),
-            ("ContainersReady", ready, "" if ready else why),
-            ("PodScheduled", True, ""),
-        ]
-        old = {c["type"]: c for c in status.get("conditions") or []}
-        now = now_timestamp()
-        conditions = []
-        for type_, ok, reason in wanted:
-            value = "True" if ok else "False"
-            previous = old.get(type_)
-            stamp = previous["lastTransitionTime"] if previous and previous.get("status") == value else now
-            condition: dict[str, Any] = {
-                "type": type_,
-                "status": value,
-                "lastProbeTime": None,
-                "lastTransitionTime": stamp,
-            }
-            if reason:
-                condition["reason"] = reason
-            conditions.append(condition)
-        status["conditions"] = conditions
-
-    def _container_events(self, tracked: Tracked, pod: dict[str, Any], state: dict[str, Any]) -> None:
-        for c in (state.get("initContainerStatuses") or []) + (state.get("containerStatuses") or []):
-            name, restarts, current = c["name"], int(c.get("restartCount", 0)), c.get("state") or {}
-            if "running" in current and tracked.started_events.get(name, -1) < restarts:
-                tracked.started_events[name] = restarts
-                self._event(pod, "Normal", "Started", f"Started container {name}")
-            waiting = current.get("waiting") or {}
-            if waiting.get("reason") == "CrashLoopBackOff" and (name, restarts) not in tracked.backoff_events:
-                tracked.backoff_events.add((name, restarts))
-                self._event(
-                    pod,
-                    "Warning",
-                    "BackOff",
-                    f"Back-off restarting failed container {name} in pod "
-                    f"{pod['metadata']['name']}_{pod['metadata']['namespace']}({tracked.uid})",
-                )
+        return running
 
     def _supervisor_died(self, tracked: Tracked) -> None:
+        if self._stop_orphans(tracked):
+            return  # decided once its processes are gone: never Failed while one still runs
         tracked.done = True
         self.capacity.release(tracked.uid)
         pod = self.store.get(PODS.key, tracked.namespace, tracked.name)
         if pod is None or pod["metadata"].get("uid") != tracked.uid:
             return
-        if (pod.get("status") or {}).get("phase") in TERMINAL:
+        if (pod.get("status") or {}).get("phase") in podstatus.TERMINAL:
             return
         log.error(
             "the supervisor of %s/%s ended unexpectedly; see %s",
@@ -571,18 +489,16 @@ class NodeAgent:
             tracked.name,
             tracked.directory / "supervisor.log",
         )
-        self._lost(pod)
+        self._lost(pod, stopped=tracked.orphans_deadline is not None)
 
     # -- stopping pods --------------------------------------------------------------------------
     def _terminate(self, tracked: Tracked) -> None:
         tracked.deleting = True
         (tracked.directory / "deleted").touch()
         self.capacity.release(tracked.uid)
-        if lock_held(tracked.directory / "supervisor.lock"):
-            with contextlib.suppress(OSError, ValueError):
-                pid = int((tracked.directory / "supervisor.pid").read_text())
-                os.kill(pid, signal.SIGTERM)
-        else:
+        if lifecycle.alive(tracked.directory):
+            lifecycle.ask_to_stop(tracked.directory)
+        elif not self._stop_orphans(tracked):
             self._forget(tracked)
 
     def _forget(self, tracked: Tracked) -> None:
@@ -610,3 +526,23 @@ class NodeAgent:
 
     def _event(self, pod: dict[str, Any], type_: str, reason: str, message: str, component: str = COMPONENT) -> None:
         record_event(self.store, pod, type_, reason, message, component)
+
+
+def _describe(exc: BaseException) -> str:
+    """One line for an unexpected error while building a pod (no traceback: it goes to the pod)."""
+    if isinstance(exc, OSError) and exc.filename is not None:
+        return f"{exc.strerror or exc}: {exc.filename}"
+    if isinstance(exc, KeyError):
+        return f"invalid pod: the required field {exc.args[0]!r} is missing"
+    if isinstance(exc, (TypeError, AttributeError)):
+        return f"invalid pod: a field has the wrong type ({exc})"
+    text = str(exc) or type(exc).__name__
+    return f"invalid pod: {text}" if isinstance(exc, ValueError) else text
+
+
+def _containers(pod: dict[str, Any]) -> list[dict[str, Any]]:
+    spec = pod.get("spec")
+    containers = spec.get("containers") if isinstance(spec, dict) else None
+    if not isinstance(containers, list):
+        return []
+    return [c for c in containers if isinstance(c, dict) and isinstance(c.get("name"), str)]

@@ -23,6 +23,7 @@ from typing import Any
 
 from airflow_provider_training.embedded import volumes as claims
 from airflow_provider_training.embedded.node import inclusterconfig, isolation
+from airflow_provider_training.embedded.node import paths as safe
 from airflow_provider_training.embedded.node.runtime import Runtime
 from airflow_provider_training.embedded.paths import Home
 from airflow_provider_training.embedded.store import Store
@@ -30,6 +31,7 @@ from airflow_provider_training.frameworks import expand_command, mpi, pytorch, r
 
 NODE_NAME = "embedded"
 GPU = "nvidia.com/gpu"
+_CONTAINER_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
 _SUFFIXES: dict[str, int | Decimal] = {
     "Ki": 2**10,
@@ -119,11 +121,34 @@ def _lookup(ctx: Context, kind: str, namespace: str, name: str) -> dict[str, Any
 
 
 def _data(obj: dict[str, Any], kind: str) -> dict[str, str]:
+    data = obj.get("data") or {}
+    if not isinstance(data, dict):
+        raise PodConfigError("CreateContainerConfigError", f"{_title(kind)} {_ref(obj)}: data is not a map")
     if kind == "secret":
-        out = {k: base64.b64decode(v).decode("utf-8", "replace") for k, v in (obj.get("data") or {}).items()}
-        out.update(obj.get("stringData") or {})
+        out = {}
+        for key, value in data.items():
+            try:
+                out[str(key)] = base64.b64decode(str(value), validate=True).decode("utf-8", "replace")
+            except ValueError:
+                raise PodConfigError(
+                    "CreateContainerConfigError",
+                    f"{_title(kind)} {_ref(obj)}: the value of key {key} is not base64 "
+                    "(put plain text under stringData, or base64-encode it under data)",
+                ) from None
+        string_data = obj.get("stringData") or {}
+        if isinstance(string_data, dict):
+            out.update({str(k): str(v) for k, v in string_data.items()})
         return out
-    return {str(k): str(v) for k, v in (obj.get("data") or {}).items()}
+    return {str(k): str(v) for k, v in data.items()}
+
+
+def _title(kind: str) -> str:
+    return "ConfigMap" if kind == "configmap" else "Secret"
+
+
+def _ref(obj: dict[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
 def _field(pod: dict[str, Any], path: str, pod_ip: str) -> str:
@@ -231,12 +256,18 @@ def _write_items(directory: Path, data: dict[str, str], spec: dict[str, Any]) ->
         else [(k, k, default_mode) for k in data]
     )
     wanted: set[Path] = set()
+    directory = directory.resolve()
     for key, rel, mode in chosen:
         if key not in data:
             continue
-        path = directory / rel
+        try:
+            path = safe.inside(directory, rel, "items[].path")
+        except safe.PathEscape as exc:
+            raise PodConfigError("FailedMount", f"MountVolume.SetUp failed: {exc}") from None
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
+        # Keys may be 253 characters, so the temporary name must not grow with the key; keys never
+        # start with "..", as with the kubelet's own "..data" files.
+        tmp = path.with_name("..tmp")
         tmp.write_text(data[key])
         tmp.chmod(mode)
         os.replace(tmp, path)
@@ -271,10 +302,19 @@ def volume_dirs(ctx: Context, pod: dict[str, Any], pod_dir: Path) -> dict[str, P
     out: dict[str, Path] = {}
     for volume in pod.get("spec", {}).get("volumes") or []:
         name = volume["name"]
-        local = pod_dir / "volumes" / name
+        try:
+            local = safe.inside(pod_dir / "volumes", name, "volume name")
+        except safe.PathEscape as exc:
+            raise PodConfigError("FailedMount", f"MountVolume.SetUp failed: {exc}") from None
         if "persistentVolumeClaim" in volume:
+            claim = volume["persistentVolumeClaim"]["claimName"]
+            try:  # the claim directory stays under volumes/pvc/<namespace>/
+                path = safe.inside(ctx.home.claim_dir(namespace, "x").parent, claim, "claimName")
+                if "/" in claim:
+                    raise safe.PathEscape(f"claimName {claim!r} must be a name, not a path")
+            except safe.PathEscape as exc:
+                raise PodConfigError("FailedMount", f'MountVolume.SetUp failed for volume "{name}" : {exc}') from None
             claims.ensure_claims(ctx.store, ctx.home, {"metadata": pod["metadata"], "spec": {"volumes": [volume]}})
-            path = ctx.home.claim_dir(namespace, volume["persistentVolumeClaim"]["claimName"])
             path.mkdir(parents=True, exist_ok=True)
             out[name] = path
         elif "emptyDir" in volume:
@@ -283,6 +323,11 @@ def volume_dirs(ctx: Context, pod: dict[str, Any], pod_dir: Path) -> dict[str, P
         elif "hostPath" in volume:
             spec = volume["hostPath"]
             path = Path(spec["path"])
+            if not path.is_absolute() or "\x00" in str(path):
+                raise PodConfigError(
+                    "FailedMount",
+                    f'MountVolume.SetUp failed for volume "{name}" : hostPath {str(path)!r} is not absolute',
+                )
             kind = spec.get("type") or ""
             if kind == "DirectoryOrCreate":
                 path.mkdir(parents=True, exist_ok=True)
@@ -311,7 +356,14 @@ def volume_dirs(ctx: Context, pod: dict[str, Any], pod_dir: Path) -> dict[str, P
                 raise PodConfigError(
                     "FailedMount", f'MountVolume.SetUp failed for volume "{name}" : {kind} "{obj_name}" not found'
                 )
-            _write_items(local, _data(obj, kind) if obj else {}, spec)
+            try:
+                _write_items(local, _data(obj, kind) if obj else {}, spec)
+            except OSError as exc:  # a key the file system cannot name (longer than 255 bytes, …)
+                raise PodConfigError(
+                    "FailedMount",
+                    f'MountVolume.SetUp failed for volume "{name}" : cannot write {kind} "{obj_name}": '
+                    f"{exc.strerror or exc}: {Path(str(exc.filename or '')).name}",
+                ) from None
             out[name] = local
         else:
             raise PodConfigError(
@@ -328,9 +380,16 @@ def mounts(container: dict[str, Any], dirs: dict[str, Path], read_only: set[str]
         name = mount["name"]
         if name not in dirs:
             raise PodConfigError("FailedMount", f'volumeMount "{name}" does not name a volume of the pod')
-        source = dirs[name] / mount["subPath"] if mount.get("subPath") else dirs[name]
-        if mount.get("subPath") and not source.exists():
-            source.mkdir(parents=True)
+        source = dirs[name]
+        if mount.get("subPath"):
+            try:
+                source = safe.inside(dirs[name], mount["subPath"], "subPath")
+            except safe.PathEscape as exc:
+                raise PodConfigError(
+                    "CreateContainerConfigError", f'failed to prepare subPath for volumeMount "{name}": {exc}'
+                ) from None
+            if not source.exists():
+                source.mkdir(parents=True)
         out.append(isolation.Mount(str(source), mount["mountPath"], bool(mount.get("readOnly")) or name in read_only))
     return out
 
@@ -353,6 +412,9 @@ def build(
 
     def container_spec(container: dict[str, Any], init: bool) -> dict[str, Any]:
         name = container["name"]
+        if not isinstance(name, str) or not _CONTAINER_NAME.fullmatch(name):
+            # it names the container's log directory and root: never a path
+            raise PodConfigError("CreateContainerConfigError", f"invalid container name {str(name)[:80]!r}")
         profile = ctx.runtime.profile(container.get("image"))
         env = profile.environment(ctx.runtime.base_path)
         env["HOSTNAME"] = (pod.get("spec") or {}).get("hostname") or meta["name"]

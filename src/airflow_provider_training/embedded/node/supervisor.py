@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_training.embedded import podlogs
-from airflow_provider_training.embedded.node import isolation, memory
+from airflow_provider_training.embedded.node import isolation, memory, orphans
 
 SPEC = "spec.json"
 STATE = "state.json"
@@ -69,6 +69,7 @@ class Container:
     oom: bool = False
     limiter: memory.Limiter | None = None
     fd: int = -1  # the read end of this start's output pipe
+    recorded: dict[str, Any] = field(default_factory=dict)  # orphans.record() of the running process
 
     @property
     def name(self) -> str:
@@ -125,11 +126,23 @@ class Supervisor:
             "message": self.message,
             "initContainerStatuses": [c.status() for c in self.inits],
             "containerStatuses": [c.status() for c in self.mains],
+            # pid and start time of each running container, for the agent should this supervisor die
+            "processes": {
+                c.name: c.recorded
+                for c in self.inits + self.mains
+                if c.process is not None and c.process.returncode is None and c.recorded
+            },
             "done": done,
         }
         tmp = self.dir / (STATE + ".tmp")
-        tmp.write_text(json.dumps(state))
-        os.replace(tmp, self.dir / STATE)
+        try:
+            tmp.write_text(json.dumps(state))
+            os.replace(tmp, self.dir / STATE)
+        except OSError as exc:
+            # A full disk must not end the supervisor (its containers would run unsupervised): the
+            # next change writes the state again.
+            print(f"cannot write {STATE}: {exc}", flush=True)
+            return
         if self.notify_path:
             with contextlib.suppress(OSError):
                 self.notifier.sendto(str(self.spec["uid"]).encode(), self.notify_path)
@@ -176,6 +189,7 @@ class Supervisor:
             self.finished(c, 128, "StartError", str(exc), now_rfc3339(), started=now_rfc3339())
             return
         c.process = process
+        c.recorded = orphans.record(process.pid)
         c.started_mono = time.monotonic()
         c.started_once = True
         c.oom = False

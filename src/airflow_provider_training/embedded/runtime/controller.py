@@ -76,10 +76,13 @@ class Owns:
         if self.label:
             name = (meta.get("labels") or {}).get(self.label)
             return [key_of(self.owner, event.namespace, name)] if name else []
+        refs = meta.get("ownerReferences")
         return [
             key_of(self.owner, event.namespace, str(ref.get("name", "")))
-            for ref in meta.get("ownerReferences") or []
-            if ref.get("controller")
+            # malformed references (written around the API) must not stop the feed for everyone
+            for ref in (refs if isinstance(refs, list) else [])
+            if isinstance(ref, dict)
+            and ref.get("controller")
             and ref.get("kind") == self.kind
             and (not self.api_version or ref.get("apiVersion") == self.api_version)
         ]
@@ -146,6 +149,9 @@ async def run(
             task.cancel()
 
 
+_last_error: dict[tuple[str, Key], str] = {}
+
+
 async def _reconcile_one(controller: Reconciler, work: WorkQueue[Key], key: Key) -> None:
     try:
         outcome: Any = controller.reconcile(key)
@@ -154,10 +160,15 @@ async def _reconcile_one(controller: Reconciler, work: WorkQueue[Key], key: Key)
     except ConflictError:
         work.add(key)  # the object changed under the pass: read it again
         return
-    except Exception:  # one object's failure must not stop the others: logged, retried with back-off
+    except Exception as exc:  # one object's failure must not stop the others: logged, retried with back-off
         delay = work.retry(key)
-        log.exception("%s: reconciling %s failed; retrying in %.2fs", controller.name, key, delay)
+        # the traceback once per new error, not once per retry (no flood from one bad object)
+        text, seen = f"{type(exc).__name__}: {exc}", (controller.name, key)
+        if _last_error.get(seen) != text:
+            _last_error[seen] = text
+            log.exception("%s: reconciling %s failed; retrying in %.2fs", controller.name, key, delay)
         return
+    _last_error.pop((controller.name, key), None)
     work.forget_failures(key)
     if outcome is not None:
         work.add_after(key, float(outcome))

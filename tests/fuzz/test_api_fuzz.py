@@ -1,0 +1,95 @@
+"""The fuzz tier's CI slice: generated bodies, query strings and patches at every route of the
+embedded API. No answer is a 5xx, the daemon keeps serving, and afterwards every list of the
+namespace still decodes with the official ``kubernetes`` client and with kubectl.
+
+``AIRFLOW_TRAINING_FUZZ_EXAMPLES`` sets the number of cases (default 150, about 20 s here);
+``benchmarks/hardening.py`` runs a longer slice."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import httpx
+from hypothesis import HealthCheck, Phase, given, settings
+
+from airflow_provider_training.embedded import ControlPlane
+from tests.fuzz.cases import Case, cases, send
+
+KUBECTL = shutil.which("kubectl", path=str(Path(sys.executable).parent)) or shutil.which("kubectl")
+EXAMPLES = int(os.environ.get("AIRFLOW_TRAINING_FUZZ_EXAMPLES", "150"))
+
+
+def run_fuzz(
+    http: httpx.Client, namespace: str, examples: int, seed: int | None = None
+) -> tuple[Counter[int], list[str]]:
+    """Send ``examples`` generated cases; returns (how many got each status code, problems)."""
+    problems: list[str] = []
+    codes: Counter[int] = Counter()
+
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        database=None,
+        derandomize=seed is None,
+        suppress_health_check=list(HealthCheck),
+        phases=[Phase.generate],
+    )
+    @given(case=cases(namespace))
+    def one(case: Case) -> None:
+        try:
+            code = send(http, case)
+        except httpx.HTTPError as exc:
+            problems.append(f"{case}: {type(exc).__name__}: {exc}")
+            return
+        codes[code] += 1
+        if code >= 500:
+            problems.append(f"{case}: {code}")
+
+    one()
+    return codes, problems
+
+
+def lists_decode(plane: ControlPlane, kube_api: Any, namespace: str) -> None:
+    from kubernetes import client
+
+    core, batch = client.CoreV1Api(kube_api), client.BatchV1Api(kube_api)
+    for lister in (
+        core.list_namespaced_config_map,
+        core.list_namespaced_secret,
+        core.list_namespaced_pod,
+        core.list_namespaced_service,
+        core.list_namespaced_persistent_volume_claim,
+        core.list_namespaced_event,
+        batch.list_namespaced_job,
+    ):
+        lister(namespace)
+    core.list_pod_for_all_namespaces()
+    client.CustomObjectsApi(kube_api).list_namespaced_custom_object("kubeflow.org", "v1", namespace, "pytorchjobs")
+    env = {**os.environ, "KUBECONFIG": str(plane.kubeconfig), "KUBECACHEDIR": str(plane.home / "kube-cache")}
+    kinds = "configmaps,secrets,pods,services,persistentvolumeclaims,events,jobs,pytorchjobs,inferenceservices"
+    for args in (["get", kinds, "-n", namespace, "-o", "json"], ["get", kinds, "-n", namespace]):
+        done = subprocess.run([str(KUBECTL), *args], env=env, capture_output=True, text=True, timeout=60, check=False)
+        assert done.returncode == 0, done.stderr
+
+
+def test_generated_requests_get_no_5xx_and_everything_still_decodes(
+    control_plane: ControlPlane, kube_api: Any, test_namespace: str
+) -> None:
+    with httpx.Client(
+        base_url=control_plane.api_url,
+        verify=str(control_plane.ca),
+        headers={"Authorization": f"Bearer {control_plane.token}"},
+        timeout=httpx.Timeout(20, read=5),
+    ) as http:
+        codes, problems = run_fuzz(http, test_namespace, EXAMPLES)
+        assert sum(codes.values()) >= min(EXAMPLES, 50)
+        assert codes[200] + codes[201] > 0 and codes[400] > 0 and codes[422] > 0, codes  # reached every layer
+        assert not problems, "\n".join(problems[:10])
+        assert http.get("/healthz").text == "ok"
+    lists_decode(control_plane, kube_api, test_namespace)
