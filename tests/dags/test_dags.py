@@ -112,18 +112,20 @@ def states(run: Any) -> dict[str, str]:
 
 
 @pytest.mark.slow
-def test_train_package_deploy_end_to_end(airflow_db, repo_dags, registry_default, kube_api, test_namespace):
+@pytest.mark.parametrize("job_api", ["v1", "v2"])  # PyTorchJob, or the Kubeflow Trainer v2 TrainJob
+def test_train_package_deploy_end_to_end(airflow_db, repo_dags, registry_default, kube_api, test_namespace, job_api):
     from tests.deploy.conftest import delete_and_wait, xcoms
 
     dag = load(repo_dags, "train_package_deploy")
     started = time.monotonic()
     try:
-        run = dag.test(run_conf={"epochs": 3, "namespace": test_namespace})
+        run = dag.test(run_conf={"epochs": 3, "namespace": test_namespace, "job_api": job_api})
         assert states(run) == {"train": "success", "package": "success", "deploy": "success", "smoke_test": "success"}
         pushed = xcoms("train_package_deploy", run.run_id)
         assert pushed[("package", "digest")].startswith("sha256:")
         assert pushed[("deploy", "url")].startswith("http://127.0.0.1:")
         assert pushed[("smoke_test", "return_value")]["accuracy"] >= 0.8
+        assert pushed[("train", "job_kind")] == {"v1": "PyTorchJob", "v2": "TrainJob"}[job_api]
     finally:
         delete_and_wait(kube_api, test_namespace, "digits")
     assert time.monotonic() - started < 180

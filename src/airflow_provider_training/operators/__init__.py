@@ -24,6 +24,7 @@ from airflow_provider_training.operators.training import (
 
 _LAZY = {
     "TrainJobOperator": "airflow_provider_training.operators.trainjob",
+    "TrainingJobAPIOperator": "airflow_provider_training.operators.trainjob",
     "ModelKitPackOperator": "airflow_provider_training.operators.modelkit",
     "ModelKitPushOperator": "airflow_provider_training.operators.modelkit",
     "ModelKitPackAndPushOperator": "airflow_provider_training.operators.modelkit",
@@ -40,6 +41,7 @@ __all__ = [
     "PyTorchJobOperator",
     "TFJobOperator",
     "TrainJobOperator",
+    "TrainingJobAPIOperator",
     "TrainingJobOperator",
     "XGBoostJobOperator",
 ]

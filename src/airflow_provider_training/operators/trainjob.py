@@ -18,9 +18,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from airflow.sdk.exceptions import AirflowFailException
+
 from airflow_provider_training.client import TrainingJobClient, replica_failure
 from airflow_provider_training.client.state import main_container
 from airflow_provider_training.operators import spec
+from airflow_provider_training.operators.replicas import replica_filter
 from airflow_provider_training.operators.training import TrainingJobOperator
 from airflow_provider_training.specs import JobSpecError
 from airflow_provider_training.specs.issues import Issue
@@ -80,7 +83,11 @@ class TrainJobOperator(TrainingJobOperator):
         self._progress: str | None = None
 
     def load_document(self) -> dict[str, Any]:
-        documents = read_documents(self.job)
+        return self.load_trainjob(self.job)
+
+    @staticmethod
+    def load_trainjob(source: Any) -> dict[str, Any]:
+        documents = read_documents(source)
         if len(documents) != 1:
             raise JobSpecError("job", [Issue("", f"expected exactly one TrainJob document, found {len(documents)}")])
         data = dict(documents[0].data)
@@ -122,3 +129,60 @@ class TrainJobOperator(TrainingJobOperator):
             return report
         first, _, rest = report.partition("\n")
         return "\n".join(part for part in (first, "Failed steps: " + ", ".join(steps), rest) if part)
+
+
+JOB_APIS = ("v1", "v2")
+
+
+class TrainingJobAPIOperator(TrainJobOperator):
+    """Train through the Training Operator v1 or Kubeflow Trainer v2, chosen when the task runs.
+
+    :param job_api: ``"v1"`` submits ``v1_job`` (a PyTorchJob, TFJob …) as
+        :class:`TrainingJobOperator` does; ``"v2"`` submits ``v2_job`` (a TrainJob) as
+        :class:`TrainJobOperator` does. Templated (``"{{ params.job_api }}"``), so one DAG offers
+        both and its downstream tasks stay the same: XCom keys, the return value (``state``
+        ``Succeeded``) and the failure report have the same shape either way.
+    :param v1_job: the v1 job document (templated, like ``job``).
+    :param v2_job: the TrainJob document (templated).
+    :param log_replicas: default ``"master"`` for v1 and ``"node-0"`` for v2.
+
+    Every other parameter is :class:`TrainingJobOperator`'s.
+    """
+
+    template_fields: Sequence[str] = (*TrainingJobOperator.template_fields, "v2_job", "job_api")
+    template_fields_renderers = {"job": "yaml", "v2_job": "yaml"}
+
+    def __init__(
+        self,
+        *,
+        v1_job: Any,
+        v2_job: Any,
+        job_api: str = "v1",
+        log_replicas: str | Sequence[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(job=v1_job, log_replicas=log_replicas or "node-0", **kwargs)
+        self.v2_job = v2_job
+        self.job_api = job_api
+        self._log_choice = log_replicas
+
+    def _v2(self) -> bool:
+        if self.job_api not in JOB_APIS:
+            raise AirflowFailException(f"job_api must be one of {', '.join(JOB_APIS)} (got {self.job_api!r})")
+        return self.job_api == "v2"
+
+    def load_document(self) -> dict[str, Any]:
+        return self.load_trainjob(self.v2_job) if self._v2() else spec.load(self.job, None)
+
+    def check_document(self, data: dict[str, Any]) -> Any:
+        return super().check_document(data) if self._v2() else TrainingJobOperator.check_document(self, data)
+
+    def pod_filter(self, job: dict[str, Any]) -> Any:
+        if job.get("kind") == c.TRAINJOB:
+            return step_filter(self._log_choice or "node-0")
+        return replica_filter(self._log_choice or "master", job)
+
+    def failure(self, client: TrainingJobClient, job: dict[str, Any]) -> str:
+        if job.get("kind") == c.TRAINJOB:
+            return super().failure(client, job)
+        return TrainingJobOperator.failure(self, client, job)
