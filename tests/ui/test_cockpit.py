@@ -175,9 +175,14 @@ def test_training_job_tab_live_then_modelkit_tab(cockpit, registry, model_dir, a
     assert cockpit.task_states(DAG_ID, run)["package"] == "success", cockpit.failure_details(DAG_ID, run)
     repository, tag = reference.split("/", 1)[1].rsplit(":", 1)
     digest = registry_digest(registry.host, repository, tag)
-    response = cockpit.api("GET", f"/api/v2/dags/{DAG_ID}/dagRuns/{run}/taskInstances/package/links")
-    links = response.json()
-    assert response.status_code == 200 and links["extra_links"]["ModelKit"].endswith("/tasks/package/plugin/modelkit")
+
+    def link() -> Any:
+        # Airflow writes extra links right after it marks the task done: wait for it
+        response = cockpit.api("GET", f"/api/v2/dags/{DAG_ID}/dagRuns/{run}/taskInstances/package/links")
+        return response.status_code == 200 and response.json()["extra_links"].get("ModelKit")
+
+    links = {"extra_links": {"ModelKit": wait_for("the ModelKit link", link, timeout=60)}}
+    assert links["extra_links"]["ModelKit"].endswith("/tasks/package/plugin/modelkit")
     with browser(cockpit, user="viewer") as context:
         page = context.new_page()
         page.goto(links["extra_links"]["ModelKit"])

@@ -55,7 +55,7 @@ with DAG("{dag_id}", schedule=None, start_date=datetime(2026, 1, 1), catchup=Fal
 
 
 def test_job_link_template_still_overrides_the_cockpit_link(write_dag, monkeypatch, control_plane):
-    from tests.client.jobs import job
+    from tests.factories import simple_job as job
 
     monkeypatch.setenv("AIRFLOW__TRAINING__KUBERNETES_CONN_ID", "")
     monkeypatch.setenv("AIRFLOW__TRAINING__EMBEDDED_HOME", str(control_plane.home))
