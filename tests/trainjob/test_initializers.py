@@ -41,29 +41,29 @@ def _job(name: str, ancestor: str, container: dict[str, Any], **extra: Any) -> d
     }
 
 
-def with_dataset_initializer() -> dict[str, Any]:
+def with_dataset_initializer(step: str = "dataset", name: str = "with-data") -> dict[str, Any]:
     return {
         "apiVersion": f"{GROUP}/{VERSION}",
         "kind": "TrainingRuntime",
-        "metadata": {"name": "with-data"},
+        "metadata": {"name": name},
         "spec": {
             "mlPolicy": {"numNodes": 1, "torch": {}},
             "template": {
                 "spec": {
                     "replicatedJobs": [
                         _job(
-                            "dataset-initializer",
-                            "dataset-initializer",
+                            f"{step}-initializer",
+                            f"{step}-initializer",
                             {
-                                "name": "dataset-initializer",
-                                "image": "ghcr.io/kubeflow/trainer/dataset-initializer:v2.3.0",
+                                "name": f"{step}-initializer",
+                                "image": f"ghcr.io/kubeflow/trainer/{step}-initializer:v2.3.0",
                             },
                         ),
                         _job(
                             "node",
                             "trainer",
                             {"name": "node", "image": "python:3.11"},
-                            dependsOn=[{"name": "dataset-initializer", "status": "Complete"}],
+                            dependsOn=[{"name": f"{step}-initializer", "status": "Complete"}],
                         ),
                     ]
                 }
@@ -99,3 +99,42 @@ def test_hf_initializer_fails_the_trainjob_with_a_clear_reason(tj: TrainJobs) ->
     assert failed["message"].startswith("spec.initializer.dataset.storageUri: hf://tatsu-lab/alpaca: ")
     assert "kit://" in failed["message"]
     assert tj.pods("hfdata") == []
+
+
+KITFILE = """manifestVersion: "1.0"
+package:
+  name: tiny
+model:
+  name: tiny
+  path: model.bin
+"""
+READ_MODEL = (
+    "import pathlib; m = pathlib.Path('/workspace/model'); "
+    "print(sorted(p.name for p in m.iterdir()), (m / 'model.bin').read_text())"
+)
+
+
+def test_kit_model_initializer_pulls_the_modelkit_before_the_trainer(
+    tj: TrainJobs, tmp_path: Path, registry: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from airflow_provider_training.cli.main import main as cli
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "Kitfile").write_text(KITFILE)
+    (model / "model.bin").write_text("weights-v1")
+    monkeypatch.setenv("KITOPS_HOME", str(tmp_path / "kitops"))
+    reference = f"{registry.host}/ml-models/tiny:v1"
+    assert cli(["kit", "pack", str(model), "-t", reference, "--push", "--plain-http"]) == 0
+    tj.create(with_dataset_initializer("model", "with-model"))
+    body = trainjob(
+        "withmodel", runtime="with-model", kind="TrainingRuntime", numNodes=1, command=[PY, "-c", READ_MODEL]
+    )
+    body["spec"]["initializer"] = {
+        "model": {"storageUri": f"kit://{reference}", "env": [{"name": "KIT_UNPACK_FLAGS", "value": "--plain-http"}]}
+    }
+    tj.create(body)
+    tj.wait_condition("withmodel", "Complete", timeout=120)
+    pods = {p.metadata.labels["jobset.sigs.k8s.io/replicatedjob-name"]: p for p in tj.pods("withmodel")}
+    assert "['Kitfile', 'model.bin'] weights-v1" in tj.logs(pods["node"].metadata.name)
+    assert f"pulling ModelKit {reference}" in tj.logs(pods["model-initializer"].metadata.name)
