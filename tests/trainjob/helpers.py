@@ -114,8 +114,22 @@ class TrainJobs:
                 found.append(c)
             return c is not None
 
-        wait_for(check, timeout, f"TrainJob {name} {type_}")
+        try:
+            wait_for(check, timeout, f"TrainJob {name} {type_}")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{self.describe(name)}") from None
         return found[-1]
+
+    def describe(self, name: str) -> str:
+        """Pods, phases and log tails of a TrainJob: what a failed wait reports."""
+        lines = [f"status: {self.get(name).get('status')}"]
+        for pod in self.pods(name):
+            lines.append(f"pod {pod.metadata.name}: {pod.status.phase}")
+            try:
+                lines += ["  " + line for line in self.logs(pod.metadata.name).splitlines()[-15:]]
+            except Exception as exc:  # a pod that never started has no log
+                lines.append(f"  (no log: {exc})")
+        return "\n".join(lines)
 
     def kubectl(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
