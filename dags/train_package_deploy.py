@@ -4,7 +4,9 @@ What it does, task by task:
 
 1. ``train`` — a PyTorchJob (1 Master + 1 Worker, PyTorch DDP over gloo) runs ``code/train.py`` on
    scikit-learn's handwritten digits. Rank 0 writes ``model.pt`` (TorchScript), ``metrics.json`` and
-   a ``Kitfile`` to the ``digits-output`` volume, in a folder named after the run.
+   a ``Kitfile`` to the ``digits-output`` volume, in a folder named after the run. With
+   ``job_api: v2`` the same training runs as a Kubeflow Trainer v2 TrainJob (``torch-distributed``,
+   2 nodes, under ``torchrun``); the tasks after it do not change.
 2. ``package`` — packs that folder as a KitOps ModelKit and pushes it to the registry of the
    ``modelkit_registry_default`` connection as ``<registry>/ml-models/digits-classifier:<run tag>``
    (``run_tag()``: the run's time and a hash of its id, unique per run; XCom: ``reference``, ``digest``).
@@ -30,7 +32,7 @@ import urllib.request
 
 from airflow.sdk import DAG, Param, task
 
-from airflow_provider_training.operators import PyTorchJobOperator
+from airflow_provider_training.operators import TrainingJobAPIOperator
 from airflow_provider_training.operators.deploy import InferenceServiceOperator
 from airflow_provider_training.operators.modelkit import ModelKitPackAndPushOperator
 from airflow_provider_training.operators.naming import MACROS
@@ -87,6 +89,71 @@ PYTORCHJOB = {
     },
 }
 
+# The same training as a Kubeflow Trainer v2 TrainJob: torchrun gets the node count, rank and master
+# address from the torch-distributed runtime's PET_* variables; the output claim comes in through a
+# runtime patch (a TrainJob cannot set volumes itself).
+TRAINJOB = {
+    "apiVersion": "trainer.kubeflow.org/v1alpha1",
+    "kind": "TrainJob",
+    "metadata": {"name": "{{ run_name('digits') }}"},
+    "spec": {
+        "runtimeRef": {"name": "torch-distributed"},
+        "trainer": {
+            "numNodes": 2,
+            "image": "ccr.ccs.tencentyun.com/ml-models/digits-train:latest",
+            "command": ["torchrun", "code/train.py"],
+            "args": [
+                "--epochs={{ params.epochs }}",
+                "--batch-size={{ params.batch_size }}",
+                "--lr={{ params.learning_rate }}",
+                "--output=/output/{{ run_tag() }}",
+            ],
+            "resourcesPerNode": {
+                "requests": {"cpu": "1"},
+                "limits": {"nvidia.com/gpu": "{{ params.gpus_per_replica }}"},
+            },
+        },
+        "runtimePatches": [
+            {
+                "manager": "airflow-provider-training.io/train-package-deploy",
+                "trainingRuntimeSpec": {
+                    "template": {
+                        "spec": {
+                            "replicatedJobs": [
+                                {
+                                    "name": "node",
+                                    "template": {
+                                        "spec": {
+                                            "template": {
+                                                "spec": {
+                                                    "volumes": [
+                                                        {
+                                                            "name": "output",
+                                                            "persistentVolumeClaim": {"claimName": OUTPUT_CLAIM},
+                                                        }
+                                                    ],
+                                                    "containers": [
+                                                        {
+                                                            "name": "node",
+                                                            "volumeMounts": [
+                                                                {"name": "output", "mountPath": "/output"}
+                                                            ],
+                                                        }
+                                                    ],
+                                                }
+                                            }
+                                        }
+                                    },
+                                }
+                            ]
+                        }
+                    }
+                },
+            }
+        ],
+    },
+}
+
 with DAG(
     dag_id="train_package_deploy",
     description="Train a digit classifier with PyTorch DDP, pack it as a ModelKit, serve it with KServe.",
@@ -106,12 +173,23 @@ with DAG(
             description="<namespace>/<repository> in the registry (TCR allows exactly two segments).",
         ),
         "namespace": Param("default", type="string", description="Kubernetes namespace of the job and the service."),
+        "job_api": Param(
+            "v1",
+            enum=["v1", "v2"],
+            description="v1: a Training Operator PyTorchJob; v2: a Kubeflow Trainer v2 TrainJob (torch-distributed).",
+        ),
         "gpus_per_replica": Param(
             0, type="integer", minimum=0, maximum=8, description="nvidia.com/gpu limit of each replica (0: CPU, gloo)."
         ),
     },
 ) as dag:
-    train = PyTorchJobOperator(task_id="train", job=PYTORCHJOB, namespace="{{ params.namespace }}")
+    train = TrainingJobAPIOperator(
+        task_id="train",
+        job_api="{{ params.job_api }}",
+        v1_job=PYTORCHJOB,
+        v2_job=TRAINJOB,
+        namespace="{{ params.namespace }}",
+    )
 
     package = ModelKitPackAndPushOperator(
         task_id="package",

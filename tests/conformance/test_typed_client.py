@@ -85,7 +85,8 @@ def test_everything_deserialises_in_client_37(
     for what in ("services", "configmaps", "secrets", "persistentvolumeclaims", "events", "jobs", "namespaces"):
         assert read[what] >= 1, what
     assert read["watch pods"] >= len(pods) and read["watch events"] >= 1
-    assert read["customresourcedefinitions"] == 7 and read["pytorchjobs"] == 1
+    # 7 Training Operator v1 CRDs + TrainJob, TrainingRuntime, ClusterTrainingRuntime and JobSet
+    assert read["customresourcedefinitions"] == 11 and read["pytorchjobs"] == 1
 
 
 def test_quantities_come_back_canonical(kube_api: Any, test_namespace: str) -> None:

@@ -27,6 +27,7 @@ EXPECTED = {
     "xgboostjob_example",
     "package_in_training_job",
     "package_after_training",
+    "trainjob_example",
 }
 
 
@@ -112,18 +113,20 @@ def states(run: Any) -> dict[str, str]:
 
 
 @pytest.mark.slow
-def test_train_package_deploy_end_to_end(airflow_db, repo_dags, registry_default, kube_api, test_namespace):
+@pytest.mark.parametrize("job_api", ["v1", "v2"])  # PyTorchJob, or the Kubeflow Trainer v2 TrainJob
+def test_train_package_deploy_end_to_end(airflow_db, repo_dags, registry_default, kube_api, test_namespace, job_api):
     from tests.deploy.conftest import delete_and_wait, xcoms
 
     dag = load(repo_dags, "train_package_deploy")
     started = time.monotonic()
     try:
-        run = dag.test(run_conf={"epochs": 3, "namespace": test_namespace})
+        run = dag.test(run_conf={"epochs": 3, "namespace": test_namespace, "job_api": job_api})
         assert states(run) == {"train": "success", "package": "success", "deploy": "success", "smoke_test": "success"}
         pushed = xcoms("train_package_deploy", run.run_id)
         assert pushed[("package", "digest")].startswith("sha256:")
         assert pushed[("deploy", "url")].startswith("http://127.0.0.1:")
         assert pushed[("smoke_test", "return_value")]["accuracy"] >= 0.8
+        assert pushed[("train", "job_kind")] == {"v1": "PyTorchJob", "v2": "TrainJob"}[job_api]
     finally:
         delete_and_wait(kube_api, test_namespace, "digits")
     assert time.monotonic() - started < 180
@@ -170,6 +173,7 @@ def test_scheduled_retraining_deploys_only_on_improvement(
         ("xgboostjob_example", {}, {"train", "package"}),
         ("package_in_training_job", {}, {"registry_secret", "train_and_package"}),
         ("package_after_training", {}, {"submit", "wait_for_training", "package"}),
+        ("trainjob_example", {}, {"train", "package"}),
     ],
 )
 def test_example_dag_runs_end_to_end(airflow_db, repo_dags, registry_default, test_namespace, dag_id, conf, ran):

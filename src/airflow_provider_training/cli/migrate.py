@@ -29,6 +29,12 @@ def register(subparsers: Any) -> None:
         metavar="FILE",
         help="a YAML file (several documents allowed); repeat for more files, '-' for stdin",
     )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="also run the v1 job and the TrainJob on a temporary embedded control plane (a probe replaces their "
+        "command) and compare what the replicas saw: nodes, ranks, processes per node, environment (PyTorchJob only)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -58,7 +64,14 @@ def run(args: argparse.Namespace) -> int:
                 failed += 1
                 continue
             migration = migrate(doc.data)
-            outputs.append(f"# source: {doc.source}\n" + _checked(migration.render(), migration.documents()))
+            rendered = _checked(migration.render(), migration.documents())
+            if getattr(args, "check", False):
+                from airflow_provider_training.cli.migrate_check import check
+
+                same, lines = check(doc.data, migration.documents())
+                failed += 0 if same else 1
+                rendered = "\n".join(lines) + "\n" + rendered
+            outputs.append(f"# source: {doc.source}\n" + rendered)
     sys.stdout.write("---\n".join(outputs))
     return 1 if failed else 0
 

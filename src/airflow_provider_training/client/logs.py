@@ -45,6 +45,8 @@ class LogFollower:
     ) -> None:
         self.client, self.kind, self.name, self.namespace = client, kind, name, namespace
         self.sink, self.select, self.uid, self.container = sink, select, uid, container
+        if kind == "TrainJob":  # its pods are owned by the JobSet's Jobs; the label names the TrainJob
+            self.uid = None
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._followed: dict[str, int] = {}  # pod -> restart count being / already followed

@@ -144,6 +144,8 @@ def pods(
         read="json",
     )
     items = listed.get("items") or []
+    if kind == "TrainJob":  # its pods are owned by the JobSet's Jobs; the label names the TrainJob
+        uid = None
     return sorted((p for p in items if owned_by(p, uid)), key=lambda p: str(p["metadata"]["name"]))
 
 

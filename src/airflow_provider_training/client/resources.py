@@ -11,7 +11,13 @@ Resource = ResourceType  # the client's name for it: group, version, plural, kin
 BATCH_JOB = BY_KIND["Job"]
 INFERENCE_SERVICE = BY_KIND["InferenceService"]
 TRAINING_JOBS: dict[str, Resource] = {info.kind: BY_KIND[info.kind] for info in ALL_KINDS}
-RESOURCES: dict[str, Resource] = {**TRAINING_JOBS, "Job": BATCH_JOB, "InferenceService": INFERENCE_SERVICE}
+TRAINJOB = BY_KIND["TrainJob"]  # Kubeflow Trainer v2
+RESOURCES: dict[str, Resource] = {
+    **TRAINING_JOBS,
+    "Job": BATCH_JOB,
+    "InferenceService": INFERENCE_SERVICE,
+    "TrainJob": TRAINJOB,
+}
 
 
 def resource_for(kind: str) -> Resource:

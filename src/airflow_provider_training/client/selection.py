@@ -7,7 +7,11 @@ from typing import Any
 from airflow_provider_training.client.state import JOB_NAME_LABEL, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
 
 # The label each controller puts on the pods of its object.
-POD_LABELS = {"Job": "batch.kubernetes.io/job-name", "InferenceService": "serving.kserve.io/inferenceservice"}
+POD_LABELS = {
+    "Job": "batch.kubernetes.io/job-name",
+    "InferenceService": "serving.kserve.io/inferenceservice",
+    "TrainJob": "jobset.sigs.k8s.io/jobset-name",  # the TrainJob's JobSet has its name
+}
 
 
 def pod_selector(kind: str, name: str, replica_type: str | None = None, index: int | None = None) -> str:

@@ -45,7 +45,7 @@ def job_state(obj: dict[str, Any]) -> JobState:
     status = obj.get("status") or {}
     conditions: list[dict[str, Any]] = [c for c in status.get("conditions") or [] if isinstance(c, dict)]
     kind = obj.get("kind")
-    success_type = {"Job": "Complete", "InferenceService": "Ready"}.get(str(kind), SUCCEEDED)
+    success_type = {"Job": "Complete", "TrainJob": "Complete", "InferenceService": "Ready"}.get(str(kind), SUCCEEDED)
     if (failed := _true(conditions, FAILED)) is not None and kind != "InferenceService":
         return JobState(FAILED, True, False, str(failed.get("reason", "")), str(failed.get("message", "")))
     if (done := _true(conditions, success_type)) is not None:

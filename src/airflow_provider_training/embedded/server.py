@@ -31,6 +31,7 @@ from airflow_provider_training.embedded import kubeconfig
 from airflow_provider_training.embedded.apiserver import create_app, operatorpod
 from airflow_provider_training.embedded.apiserver.context import ServerContext, Settings
 from airflow_provider_training.embedded.apiserver.crud import ensure_initial_namespaces
+from airflow_provider_training.embedded.apiserver.trainer import install_default_runtimes
 from airflow_provider_training.embedded.controllers import CONTROLLERS
 from airflow_provider_training.embedded.node.agent import NodeAgent
 from airflow_provider_training.embedded.paths import Home
@@ -113,6 +114,7 @@ def serve(home: Home, port: int | None = None) -> int:
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         await ensure_initial_namespaces(ctx, INITIAL_NAMESPACES)
+        install_default_runtimes(store)  # Trainer v2's ClusterTrainingRuntimes, as a default install has
         operatorpod.ensure(store)  # what `kubectl get pods -n kubeflow` shows for the controllers
         controllers = ControllerContext(store=store, home=home)
         tasks = run_controllers(controllers, [*CONTROLLERS, NodeAgent])

@@ -2,7 +2,7 @@
 
 Training jobs: ``TrainingJobOperator`` (any kind) and ``PyTorchJobOperator``, ``TFJobOperator``,
 ``MPIJobOperator``, ``XGBoostJobOperator``, ``PaddleJobOperator``, ``MXJobOperator``,
-``JAXJobOperator``. ModelKits: ``ModelKitPackOperator``, ``ModelKitPushOperator``,
+``JAXJobOperator``; Kubeflow Trainer v2: ``TrainJobOperator``. ModelKits: ``ModelKitPackOperator``, ``ModelKitPushOperator``,
 ``ModelKitPackAndPushOperator`` (loaded on first use).
 """
 
@@ -23,6 +23,8 @@ from airflow_provider_training.operators.training import (
 )
 
 _LAZY = {
+    "TrainJobOperator": "airflow_provider_training.operators.trainjob",
+    "TrainingJobAPIOperator": "airflow_provider_training.operators.trainjob",
     "ModelKitPackOperator": "airflow_provider_training.operators.modelkit",
     "ModelKitPushOperator": "airflow_provider_training.operators.modelkit",
     "ModelKitPackAndPushOperator": "airflow_provider_training.operators.modelkit",
@@ -38,6 +40,8 @@ __all__ = [
     "PaddleJobOperator",
     "PyTorchJobOperator",
     "TFJobOperator",
+    "TrainJobOperator",
+    "TrainingJobAPIOperator",
     "TrainingJobOperator",
     "XGBoostJobOperator",
 ]

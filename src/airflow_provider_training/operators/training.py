@@ -173,7 +173,7 @@ class TrainingJobOperator(TrainingLineageMixin, BaseOperator):  # lineage: opera
         """The document to submit: loaded, coerced, named, labelled with the task's identity, validated."""
         ti = context["ti"]
         try:
-            data = spec.load(self.job, self.kind)
+            data = self.load_document()
         except JobSpecError as exc:
             raise AirflowFailException(f"task {self.task_id}: {exc}") from None
         meta = data.get("metadata") or {}
@@ -194,12 +194,28 @@ class TrainingJobOperator(TrainingLineageMixin, BaseOperator):  # lineage: opera
             annotations[WORKING_DIR_ANNOTATION] = dag_folder
         data = spec.apply(data, name=name, namespace=namespace, labels=labels, annotations=annotations)
         try:
-            _, report = spec.check(data)
+            report = self.check_document(data)
         except JobSpecError as exc:
             raise AirflowFailException(f"task {self.task_id}: {exc}") from None
         for warning in report.warnings:
             self.log.warning("%s: %s", report.title, warning)
         return data
+
+    def load_document(self) -> dict[str, Any]:
+        """``job`` as a dict of this operator's kind (subclasses for other APIs override it)."""
+        return spec.load(self.job, self.kind)
+
+    def check_document(self, data: dict[str, Any]) -> Any:
+        """Validate; raise :class:`JobSpecError` on errors; return the report (``warnings``, ``title``)."""
+        _, report = spec.check(data)
+        return report
+
+    def pod_filter(self, job: dict[str, Any]) -> Any:
+        """Which pods' logs reach the task log (``log_replicas``); None: none."""
+        return replica_filter(self.log_replicas, job)
+
+    def on_job_change(self, obj: dict[str, Any]) -> None:
+        """Every new version of the job while the task waits (progress reports; nothing by default)."""
 
     # -- reattach or submit -----------------------------------------------------------------------
 
@@ -331,7 +347,7 @@ class TrainingJobOperator(TrainingLineageMixin, BaseOperator):  # lineage: opera
                 ),
                 method_name="execute_complete",
             )
-        select = replica_filter(self.log_replicas, job)
+        select = self.pod_filter(job)
         follower = None
         if select is not None:
             follower = LogFollower(
@@ -348,6 +364,7 @@ class TrainingJobOperator(TrainingLineageMixin, BaseOperator):  # lineage: opera
         phase = [""]
 
         def transition(obj: dict[str, Any]) -> None:
+            self.on_job_change(obj)
             state = job_state(obj)
             if state.phase != phase[0]:
                 phase[0] = state.phase
@@ -392,7 +409,7 @@ class TrainingJobOperator(TrainingLineageMixin, BaseOperator):  # lineage: opera
 
     def _print_logs(self, client: TrainingJobClient, event: dict[str, Any], job: dict[str, Any] | None = None) -> None:
         job = job or client.find(event["kind"], event["name"], event["namespace"])
-        select = replica_filter(self.log_replicas, job) if job else None
+        select = self.pod_filter(job) if job else None
         if select is None:
             return
         kind = event["kind"]

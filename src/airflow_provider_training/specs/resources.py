@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from airflow_provider_training.specs.kinds import ALL_KINDS, GROUP, VERSION, KindInfo
+from airflow_provider_training.specs.trainer.crds import ALL_TRAINER_KINDS, TrainerKind
 
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 READ_VERBS = ("get", "list", "watch")
@@ -27,6 +28,8 @@ class ResourceType:
     # Field selectors beyond metadata.name / metadata.namespace; "involvedObject.*" allows any child.
     field_selectors: tuple[str, ...] = ()
     training_job: KindInfo | None = None
+    # Kubeflow Trainer v2 / JobSet kinds (served from their vendored CRDs, admitted by frameworks.trainer).
+    trainer: TrainerKind | None = None
 
     @property
     def key(self) -> str:
@@ -158,7 +161,28 @@ def _training(info: KindInfo) -> ResourceType:
     )
 
 
-RESOURCE_TYPES: tuple[ResourceType, ...] = (*_CORE, *_OTHER, *(_training(i) for i in ALL_KINDS))
+def _trainer(info: TrainerKind) -> ResourceType:
+    group, version = info.api_version.split("/")
+    # TrainJob and JobSet have a status subresource; the runtimes have none (their CRDs say so).
+    subresources = ("status",) if info.plural in ("trainjobs", "jobsets") else ()
+    return ResourceType(
+        group,
+        version,
+        info.plural,
+        info.plural[:-1],
+        info.kind,
+        namespaced=info.namespaced,
+        subresources=subresources,
+        trainer=info,
+    )
+
+
+RESOURCE_TYPES: tuple[ResourceType, ...] = (
+    *_CORE,
+    *_OTHER,
+    *(_training(i) for i in ALL_KINDS),
+    *(_trainer(i) for i in ALL_TRAINER_KINDS),
+)
 BY_PATH: dict[tuple[str, str, str], ResourceType] = {(r.group, r.version, r.plural): r for r in RESOURCE_TYPES}
 BY_KEY: dict[str, ResourceType] = {r.key: r for r in RESOURCE_TYPES}
 BY_KIND: dict[str, ResourceType] = {r.kind: r for r in RESOURCE_TYPES}

@@ -38,6 +38,7 @@ from airflow_provider_training.embedded.apiserver.selectors import (
     parse_label_selector,
 )
 from airflow_provider_training.embedded.apiserver.tables import to_table
+from airflow_provider_training.embedded.apiserver.trainer import admit_trainer_object
 from airflow_provider_training.embedded.resources import BY_KEY, CRDS, NAMESPACES, PODS, PVCS, ResourceType
 from airflow_provider_training.embedded.store import (
     AlreadyExistsError,
@@ -47,6 +48,7 @@ from airflow_provider_training.embedded.store import (
     now_timestamp,
 )
 from airflow_provider_training.specs.crds import all_crds
+from airflow_provider_training.specs.trainer.crds import all_crds as trainer_crds
 
 SECRETS_KEY = "core/secrets"
 
@@ -117,7 +119,7 @@ def _dry_run(request: Request) -> bool:
 
 def _served_crds() -> list[dict[str, Any]]:
     items = []
-    for definition in all_crds():
+    for definition in [*all_crds(), *trainer_crds()]:
         item = copy.deepcopy(definition)
         meta = item.setdefault("metadata", {})
         meta.setdefault("uid", f"crd-{meta['name']}")
@@ -197,6 +199,10 @@ async def create_object(
     if rt.training_job is not None:
         mode = field_validation_mode(request.query_params.get("fieldValidation"))
         obj, job_warnings = admit_training_job(rt, obj, None, mode)
+        warnings += job_warnings
+    elif rt.trainer is not None:
+        mode = field_validation_mode(request.query_params.get("fieldValidation"))
+        obj, job_warnings = admit_trainer_object(ctx.store, rt, obj, None, mode)
         warnings += job_warnings
     if record_manager:
         managed.record_update(None, obj, _manager(request), rt.api_version)
@@ -318,6 +324,10 @@ def _finish_update(
         if rt.training_job is not None:
             mode = field_validation_mode(request.query_params.get("fieldValidation"))
             new, job_warnings = admit_training_job(rt, new, old, mode)
+            warnings += job_warnings
+        elif rt.trainer is not None:
+            mode = field_validation_mode(request.query_params.get("fieldValidation"))
+            new, job_warnings = admit_trainer_object(ctx.store, rt, new, old, mode)
             warnings += job_warnings
         elif rt.key == BATCH_JOBS:
             batchjobs.admit_update(rt, new, old)

@@ -17,6 +17,7 @@ from typing import Any
 
 from airflow_provider_training.embedded.resources import GROUP_VERSIONS, ResourceType, resources_in
 from airflow_provider_training.specs.crds import openapi_schema
+from airflow_provider_training.specs.trainer.crds import openapi_schema as trainer_openapi_schema
 
 KUBERNETES_VERSION = {"major": "1", "minor": "36", "gitVersion": "v1.36.0+airflow-training"}
 
@@ -165,6 +166,8 @@ def openapi_v3_document(group: str, version: str) -> dict[str, Any] | None:
         paths[f"{base}/{{name}}"] = item
         if rt.training_job is not None:
             schema = dict(openapi_schema(rt.training_job))
+        elif rt.trainer is not None:
+            schema = dict(trainer_openapi_schema(rt.trainer))
         else:
             schema = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
         schema["x-kubernetes-group-version-kind"] = [{"group": rt.group, "version": rt.version, "kind": rt.kind}]

@@ -10,6 +10,7 @@ from typing import Any
 
 from airflow_provider_training.embedded.resources import ResourceType
 from airflow_provider_training.specs.crds import crd
+from airflow_provider_training.specs.trainer.crds import crd as trainer_crd
 
 Cell = Callable[[dict[str, Any]], Any]
 Column = tuple[str, str, int, Cell]  # name, type, priority, value
@@ -95,6 +96,8 @@ def _age(obj: dict[str, Any]) -> str:
 
 NAME: Column = ("Name", "string", 0, _name)
 AGE: Column = ("Age", "string", 0, _age)
+# What the API server shows for a CRD that declares no printer columns.
+AGE_COLUMN = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
 
 
 def _pod_status(pod: dict[str, Any]) -> str:
@@ -227,9 +230,12 @@ _BUILTIN: dict[str, list[Column]] = {
 
 
 def columns_for(rt: ResourceType) -> list[Column]:
-    if rt.training_job is not None:
+    definition = crd(rt.training_job) if rt.training_job is not None else None
+    if rt.trainer is not None:
+        definition = trainer_crd(rt.trainer)
+    if definition is not None:
         columns: list[Column] = [NAME]
-        printer = crd(rt.training_job)["spec"]["versions"][0].get("additionalPrinterColumns") or []
+        printer = definition["spec"]["versions"][0].get("additionalPrinterColumns") or [AGE_COLUMN]
         for col in printer:
             path, kind = col["jsonPath"], col.get("type", "string")
             cell = _age_at(path) if kind == "date" else _value_at(path)
@@ -278,7 +284,7 @@ def to_table(
         "columnDefinitions": [
             {
                 "name": name,
-                "type": "string" if kind == "date" and rt.training_job else kind,
+                "type": "string" if kind == "date" and (rt.training_job or rt.trainer) else kind,
                 "format": "name" if name == "Name" else "",
                 "description": "",
                 "priority": priority,

@@ -13,9 +13,14 @@ from airflow_provider_training.embedded.controllers.base import (
     run_controllers,
 )
 from airflow_provider_training.embedded.controllers.batchjobs import BatchJobController
+from airflow_provider_training.embedded.controllers.indexedjobs import IndexedJobController
 from airflow_provider_training.embedded.controllers.inferenceservice import InferenceServiceController
 from airflow_provider_training.embedded.controllers.jobs import JobController
+from airflow_provider_training.embedded.controllers.jobset import JobSetController
+from airflow_provider_training.embedded.controllers.trainjob import TrainJobController
 
 CONTROLLERS.extend([JobController, BatchJobController, InferenceServiceController])
+# Kubeflow Trainer v2: TrainJob → JobSet → Indexed Jobs → Pods.
+CONTROLLERS.extend([TrainJobController, JobSetController, IndexedJobController])
 
 __all__ = ["CONTROLLERS", "Controller", "ControllerContext", "ControllerFactory", "run_controllers"]

@@ -136,6 +136,8 @@ class BatchJobController:
             return None
         if (job.get("spec") or {}).get("managedBy", MANAGED_BY) != MANAGED_BY:
             return None
+        if (job.get("spec") or {}).get("completionMode") == "Indexed":
+            return None  # JobSet's child Jobs: controllers/indexedjobs.py
         return Sync(self, job).run()
 
     def owned_pods(self, job: dict[str, Any]) -> list[dict[str, Any]]:

@@ -90,6 +90,15 @@ class Network:
             self._save()
             return port
 
+    def assign(self, namespace: str, pod: str, address: str) -> None:
+        """Give ``pod`` an address reserved earlier under another key (an Indexed Job's pod gets the
+        one its hostname was given, so peers told the hostname reach it)."""
+        if not self.routable:
+            return
+        with self._lock:
+            self.hosts[f"{namespace}/{pod}"] = address
+            self._save()
+
     def release_pod(self, namespace: str, pod: str) -> None:
         """Forget a pod's address and ports (its job is gone)."""
         with self._lock:

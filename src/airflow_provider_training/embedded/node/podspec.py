@@ -417,7 +417,7 @@ def build(
             raise PodConfigError("CreateContainerConfigError", f"invalid container name {str(name)[:80]!r}")
         profile = ctx.runtime.profile(container.get("image"))
         env = profile.environment(ctx.runtime.base_path)
-        env["HOSTNAME"] = meta["name"]
+        env["HOSTNAME"] = (pod.get("spec") or {}).get("hostname") or meta["name"]
         env.update(inclusterconfig.service_env(ctx.home))
         if is_mpi:
             env.update(MPI_ENV)

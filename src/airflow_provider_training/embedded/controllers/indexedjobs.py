@@ -1,0 +1,308 @@
+"""Indexed batch/v1 Jobs, the kind JobSet creates (``completionMode: Indexed``): Kubernetes' Job
+controller for that mode, next to ``batchjobs.py`` (which runs the non-indexed ones and leaves these).
+
+One pod per completion index ``0 … completions-1``: name ``<job>-<index>-<5 random>``, ``hostname``
+``<job>-<index>``, the label and annotation ``batch.kubernetes.io/job-completion-index`` and the
+environment variable ``JOB_COMPLETION_INDEX`` (a fieldRef on that annotation) in every container.
+An index is done when one of its pods succeeded; a failed pod (``restartPolicy: Never``) is replaced
+after the same back-off as non-indexed Jobs; ``OnFailure`` restarts count towards ``backoffLimit``.
+The Job completes when every index succeeded (``CompletionsReached``) and fails with
+``BackoffLimitExceeded`` / ``DeadlineExceeded``; ``suspend`` deletes the active pods.
+
+The pod's loopback address is the one reserved for its hostname (``jobset.localize``), so peers
+told ``<hostname>.<subdomain>`` reach it. Only Jobs created by controllers are indexed: the API
+server still refuses ``completionMode: Indexed`` from users (``apiserver/batchjobs.py``).
+"""
+
+from __future__ import annotations
+
+import copy
+import secrets
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from airflow_provider_training.embedded import canonical, runtime, volumes
+from airflow_provider_training.embedded.controllers.batchjobs import (
+    BACKOFF_EXCEEDED,
+    COMPLETE,
+    COMPLETED_MESSAGE,
+    DEADLINE_EXCEEDED,
+    FAILED,
+    FAILURE_TARGET,
+    NAME_ALPHABET,
+    SUCCESS_CRITERIA_MET,
+    SUSPENDED,
+    condition_true,
+    pod_backoff,
+    pod_ready,
+    restarts,
+    set_condition,
+)
+from airflow_provider_training.embedded.events import record_event
+from airflow_provider_training.embedded.node.network import shared_network
+from airflow_provider_training.embedded.resources import BY_KEY, PODS
+from airflow_provider_training.embedded.runtime import ControllerContext, For, Owns, WorkQueue
+from airflow_provider_training.embedded.store import AlreadyExistsError, ConflictError, NotFoundError, Store, WatchEvent
+from airflow_provider_training.frameworks.timeutil import format_time, parse_time
+from airflow_provider_training.specs.annotations import BATCH_CONTROLLER_UID as CONTROLLER_UID
+from airflow_provider_training.specs.annotations import BATCH_JOB_NAME as JOB_NAME
+from airflow_provider_training.specs.annotations import BATCH_LEGACY_CONTROLLER_UID as LEGACY_CONTROLLER_UID
+from airflow_provider_training.specs.annotations import BATCH_LEGACY_JOB_NAME as LEGACY_JOB_NAME
+
+JOBS = BY_KEY["batch/jobs"]
+COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+COMPONENT = "job-controller"
+Key = runtime.controller.Key
+
+
+def is_indexed(job: dict[str, Any]) -> bool:
+    return (job.get("spec") or {}).get("completionMode") == "Indexed"
+
+
+def index_of(pod: dict[str, Any]) -> int:
+    try:
+        return int((pod["metadata"].get("annotations") or {}).get(COMPLETION_INDEX, "-1"))
+    except ValueError:
+        return -1
+
+
+def phase(pod: dict[str, Any]) -> str:
+    return str((pod.get("status") or {}).get("phase") or "Pending")
+
+
+def compress_indexes(indexes: set[int]) -> str:
+    """``completedIndexes`` as upstream writes it: ``0-2,5``."""
+    out: list[str] = []
+    for i in sorted(indexes):
+        if out and out[-1].split("-")[-1] == str(i - 1):
+            out[-1] = f"{out[-1].split('-')[0]}-{i}"
+        else:
+            out.append(str(i))
+    return ",".join(out)
+
+
+def address_key(hostname: str) -> str:
+    """The network allocator's key for a hostname (shared with ``controllers/jobset.py``)."""
+    return f"hostname:{hostname}"
+
+
+class IndexedJobController:
+    name = "indexed-jobs"
+    sources = (For(JOBS.key), Owns(PODS.key, owner=JOBS.key, kind="Job", api_version="batch/v1"))
+
+    def __init__(self) -> None:
+        self.work: WorkQueue[Key] = WorkQueue()
+        self.failures_seen: dict[str, float] = {}
+        self.backoff = pod_backoff()
+
+    async def run(self, ctx: ControllerContext) -> None:
+        self.store: Store = ctx.store
+        self.home = ctx.home
+        self.network = shared_network(ctx.home)
+        await runtime.run(self, ctx, self.work, on_event=self._on_event)
+
+    def _on_event(self, event: WatchEvent) -> None:
+        if event.type == "DELETED" and event.resource == PODS.key:
+            self.failures_seen.pop(event.object["metadata"].get("uid", ""), None)
+            meta = event.object["metadata"]
+            if COMPLETION_INDEX in (meta.get("annotations") or {}):  # its hostname keeps the reservation
+                self.network.release_pod(meta.get("namespace", ""), meta["name"])
+
+    def reconcile(self, key: Key) -> float | None:
+        namespace, name = key.namespace, key.name
+        job = self.store.get(JOBS.key, namespace, name)
+        if job is None or job["metadata"].get("deletionTimestamp") or not is_indexed(job):
+            return None
+        return IndexedSync(self, job).run()
+
+    def owned_pods(self, job: dict[str, Any]) -> list[dict[str, Any]]:
+        uid = job["metadata"]["uid"]
+        items = self.store.list(PODS.key, job["metadata"]["namespace"], label_equals=[(CONTROLLER_UID, uid)]).items
+        return [
+            p
+            for p in items
+            if any(r.get("uid") == uid and r.get("controller") for r in p["metadata"].get("ownerReferences") or [])
+        ]
+
+
+class IndexedSync:
+    def __init__(self, c: IndexedJobController, job: dict[str, Any]) -> None:
+        self.c, self.job, self.store = c, job, c.store
+        self.spec: dict[str, Any] = job.get("spec") or {}
+        self.namespace, self.name = job["metadata"]["namespace"], job["metadata"]["name"]
+        self.status: dict[str, Any] = copy.deepcopy(job.get("status") or {})
+        self.before = copy.deepcopy(self.status)
+        self.now = datetime.now(UTC)
+        self.stamp = format_time(self.now)
+        self.events: list[tuple[str, str, str]] = []
+        self.wakeups: list[float] = []
+
+    def run(self) -> float | None:
+        if condition_true(self.status, COMPLETE) or condition_true(self.status, FAILED):
+            return None
+        completions = int(self.spec.get("completions") or 1)
+        pods = self.c.owned_pods(self.job)
+        active = [
+            p for p in pods if not p["metadata"].get("deletionTimestamp") and phase(p) not in ("Succeeded", "Failed")
+        ]
+        done = {index_of(p) for p in pods if phase(p) == "Succeeded"} & set(range(completions))
+        failed = max(int(self.status.get("failed") or 0), sum(phase(p) == "Failed" for p in pods))
+        for p in pods:
+            if phase(p) == "Failed":
+                self.c.failures_seen.setdefault(p["metadata"]["uid"], time.monotonic())
+        if self.spec.get("suspend"):
+            self.delete_pods(active)
+            active = []
+            if condition_true(self.status, SUSPENDED) is None:
+                set_condition(self.status, SUSPENDED, "True", "JobSuspended", "Job suspended", self.stamp)
+                self.events.append(("Normal", "Suspended", "Job suspended"))
+        else:
+            if condition_true(self.status, SUSPENDED) is not None:
+                set_condition(self.status, SUSPENDED, "False", "JobResumed", "Job resumed", self.stamp)
+                self.events.append(("Normal", "Resumed", "Job resumed"))
+                self.status["startTime"] = self.stamp
+            self.status.setdefault("startTime", self.stamp)
+            failure = self.failure(active, failed)
+            if failure is not None:
+                self.delete_pods(active)
+                active = []
+                set_condition(self.status, FAILURE_TARGET, "True", *failure, self.stamp)
+                set_condition(self.status, FAILED, "True", *failure, self.stamp)
+                self.events.append(("Warning", failure[0], failure[1]))
+            elif len(done) >= completions:
+                self.delete_pods(active)
+                active = []
+                set_condition(self.status, SUCCESS_CRITERIA_MET, "True", *COMPLETED_MESSAGE, self.stamp)
+                set_condition(self.status, COMPLETE, "True", *COMPLETED_MESSAGE, self.stamp)
+                self.status["completionTime"] = self.stamp
+                self.events.append(("Normal", "Completed", "Job completed"))
+            else:
+                active = self.scale(active, done, failed, completions)
+        self.status.update(
+            active=len(active),
+            ready=sum(pod_ready(p) for p in active),
+            succeeded=len(done),
+            failed=failed,
+            terminating=0,
+            uncountedTerminatedPods={},
+        )
+        if done:
+            self.status["completedIndexes"] = compress_indexes(done)
+        for field in ("active", "succeeded", "failed"):
+            if not self.status[field]:
+                del self.status[field]
+        self.save()
+        return min(self.wakeups) + 0.05 if self.wakeups else None
+
+    def failure(self, active: list[dict[str, Any]], failed: int) -> tuple[str, str] | None:
+        limit = int(self.spec.get("backoffLimit", 6))
+        if failed > limit:
+            return BACKOFF_EXCEEDED
+        if (self.spec.get("template") or {}).get("spec", {}).get("restartPolicy") == "OnFailure":
+            total = sum(restarts(p) for p in active)
+            if (total > 0) if limit == 0 else (total >= limit):
+                return BACKOFF_EXCEEDED
+        deadline = self.spec.get("activeDeadlineSeconds")
+        if deadline is not None and self.status.get("startTime"):
+            at = parse_time(self.status["startTime"]) + timedelta(seconds=int(deadline))
+            remaining = (at - self.now).total_seconds()
+            if remaining <= 0:
+                return DEADLINE_EXCEEDED
+            self.wakeups.append(remaining)
+        return None
+
+    def scale(
+        self, active: list[dict[str, Any]], done: set[int], failed: int, completions: int
+    ) -> list[dict[str, Any]]:
+        running = {index_of(p) for p in active}
+        missing = [i for i in range(completions) if i not in done and i not in running]
+        if missing and failed:
+            initial, cap = self.c.backoff
+            delay = min(initial * 2 ** (failed - 1), cap)
+            uids = {p["metadata"]["uid"] for p in self.c.owned_pods(self.job) if phase(p) == "Failed"}
+            last = max((t for uid, t in self.c.failures_seen.items() if uid in uids), default=None)
+            wait = 0.0 if last is None else last + delay - time.monotonic()
+            if wait > 0:
+                self.wakeups.append(wait)
+                return active
+        return active + [self.create_pod(i) for i in missing]
+
+    def create_pod(self, index: int) -> dict[str, Any]:
+        template = self.spec.get("template") or {}
+        tmeta = template.get("metadata") or {}
+        uid = self.job["metadata"]["uid"]
+        labels = dict(tmeta.get("labels") or {})
+        labels.update(
+            {CONTROLLER_UID: uid, JOB_NAME: self.name, LEGACY_CONTROLLER_UID: uid, LEGACY_JOB_NAME: self.name}
+        )
+        labels[COMPLETION_INDEX] = str(index)
+        annotations = {**(tmeta.get("annotations") or {}), COMPLETION_INDEX: str(index)}
+        spec = copy.deepcopy(template.get("spec") or {})
+        hostname = f"{self.name}-{index}"
+        spec["hostname"] = hostname
+        for group in ("initContainers", "containers"):
+            for container in spec.get(group) or []:
+                env = [e for e in container.get("env") or [] if e.get("name") != "JOB_COMPLETION_INDEX"]
+                env.insert(
+                    0,
+                    {
+                        "name": "JOB_COMPLETION_INDEX",
+                        "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{COMPLETION_INDEX}']"}},
+                    },
+                )
+                container["env"] = env
+        meta: dict[str, Any] = {
+            "generateName": f"{hostname}-",
+            "namespace": self.namespace,
+            "labels": labels,
+            "annotations": annotations,
+            "ownerReferences": [
+                {
+                    "apiVersion": "batch/v1",
+                    "kind": "Job",
+                    "name": self.name,
+                    "uid": uid,
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        }
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+        canonical.pod(pod)
+        address = self.c.network.pod_address(self.namespace, address_key(hostname))
+        for _ in range(5):
+            meta["name"] = f"{hostname}-{''.join(secrets.choice(NAME_ALPHABET) for _ in range(5))}"
+            self.c.network.assign(self.namespace, meta["name"], address)
+            try:
+                created = self.store.create(PODS.key, pod)
+                break
+            except AlreadyExistsError:
+                continue
+        else:
+            raise AlreadyExistsError(meta["name"])
+        volumes.ensure_claims(self.store, self.c.home, created)  # volumeClaimPolicies' claims, bound at once
+        self.events.append(("Normal", "SuccessfulCreate", f"Created pod: {created['metadata']['name']}"))
+        return created
+
+    def delete_pods(self, pods: list[dict[str, Any]]) -> None:
+        for pod in pods:
+            name = pod["metadata"]["name"]
+            try:
+                self.store.delete(PODS.key, self.namespace, name, uid=pod["metadata"]["uid"])
+            except NotFoundError:
+                continue
+            self.events.append(("Normal", "SuccessfulDelete", f"Deleted pod: {name}"))
+
+    def save(self) -> None:
+        obj = self.job
+        if self.status != self.before:
+            current = self.store.get(JOBS.key, self.namespace, self.name)
+            if current is None or current["metadata"]["uid"] != self.job["metadata"]["uid"]:
+                return
+            if current.get("spec") != self.job.get("spec"):
+                raise ConflictError(self.name)
+            current["status"] = self.status
+            obj = self.store.update(JOBS.key, current, check_rv=False)
+        for type_, reason, message in self.events:
+            record_event(self.store, obj, type_, reason, message, COMPONENT)

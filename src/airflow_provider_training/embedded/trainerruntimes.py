@@ -1,0 +1,62 @@
+"""Trainer v2 runtimes in the store, shared by the API server's admission and the TrainJob
+controller: the runtime a TrainJob references, and the default ClusterTrainingRuntimes a fresh
+control plane gets."""
+
+from __future__ import annotations
+
+from airflow_provider_training.embedded.store import Store
+from airflow_provider_training.specs.trainer import constants as c
+from airflow_provider_training.specs.trainer.documents import check_document
+from airflow_provider_training.specs.trainer.models import TrainingRuntime, TrainJob
+from airflow_provider_training.specs.trainer.runtimes import RELEASE, default_runtime_documents
+from airflow_provider_training.specs.trainer.webhook import runtime_not_found
+
+CLUSTER_RUNTIMES = "trainer.kubeflow.org/clustertrainingruntimes"
+# What the Kubeflow SDK reads first (a warning when absent): the install's public version ConfigMap.
+SYSTEM_NAMESPACE = "kubeflow-system"
+PUBLIC_CONFIGMAP = "kubeflow-trainer-public"
+RUNTIMES = "trainer.kubeflow.org/trainingruntimes"
+
+
+def stored_runtime(store: Store, job: TrainJob) -> tuple[TrainingRuntime | None, str | None]:
+    """The runtime a TrainJob references, typed with CRD defaults, or None and the NotFound text."""
+    ref = job.spec.runtime_ref
+    if ref.kind == c.TRAINING_RUNTIME:
+        obj = store.get(RUNTIMES, job.namespace, ref.name)
+    else:
+        obj = store.get(CLUSTER_RUNTIMES, "", ref.name)
+    if obj is None:
+        return None, runtime_not_found(job)
+    checked = check_document(obj)
+    if not isinstance(checked.object, TrainingRuntime):
+        return None, f"{ref.name}: the stored runtime cannot be read"
+    return checked.object, None
+
+
+def install_default_runtimes(store: Store) -> list[str]:
+    """Create the default ClusterTrainingRuntimes of a Trainer v2.3.0 install that are missing (a
+    fresh control plane, or one from before Trainer v2 was served); returns the names created.
+    A runtime the user changed is left as it is. Also the ``kubeflow-system`` namespace with the
+    ``kubeflow-trainer-public`` ConfigMap (``kubeflow_trainer_version``) the Kubeflow SDK reads."""
+    created = []
+    for document in default_runtime_documents():
+        name = document["metadata"]["name"]
+        if store.get(CLUSTER_RUNTIMES, "", name) is not None:
+            continue
+        checked = check_document(document)
+        store.create(CLUSTER_RUNTIMES, checked.defaulted if checked.defaulted is not None else document)
+        created.append(name)
+    if store.get("core/namespaces", "", SYSTEM_NAMESPACE) is None:
+        namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SYSTEM_NAMESPACE}}
+        store.create("core/namespaces", {**namespace, "status": {"phase": "Active"}})
+    if store.get("core/configmaps", SYSTEM_NAMESPACE, PUBLIC_CONFIGMAP) is None:
+        store.create(
+            "core/configmaps",
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": PUBLIC_CONFIGMAP, "namespace": SYSTEM_NAMESPACE},
+                "data": {"kubeflow_trainer_version": RELEASE},
+            },
+        )
+    return created
