@@ -19,32 +19,27 @@ from __future__ import annotations
 import copy
 import secrets
 import time
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from airflow_provider_training.embedded import canonical, runtime, volumes
 from airflow_provider_training.embedded.controllers.batchjobs import (
-    BACKOFF_EXCEEDED,
     COMPLETE,
     COMPLETED_MESSAGE,
-    DEADLINE_EXCEEDED,
     FAILED,
     FAILURE_TARGET,
     NAME_ALPHABET,
     SUCCESS_CRITERIA_MET,
     SUSPENDED,
+    BatchJobController,
+    Sync,
     condition_true,
-    pod_backoff,
     pod_ready,
-    restarts,
     set_condition,
 )
-from airflow_provider_training.embedded.events import record_event
 from airflow_provider_training.embedded.node.network import shared_network
 from airflow_provider_training.embedded.resources import BY_KEY, PODS
-from airflow_provider_training.embedded.runtime import ControllerContext, For, Owns, WorkQueue
-from airflow_provider_training.embedded.store import AlreadyExistsError, ConflictError, NotFoundError, Store, WatchEvent
-from airflow_provider_training.frameworks.timeutil import format_time, parse_time
+from airflow_provider_training.embedded.runtime import ControllerContext
+from airflow_provider_training.embedded.store import AlreadyExistsError, WatchEvent
 from airflow_provider_training.specs.annotations import BATCH_CONTROLLER_UID as CONTROLLER_UID
 from airflow_provider_training.specs.annotations import BATCH_JOB_NAME as JOB_NAME
 from airflow_provider_training.specs.annotations import BATCH_LEGACY_CONTROLLER_UID as LEGACY_CONTROLLER_UID
@@ -87,24 +82,21 @@ def address_key(hostname: str) -> str:
     return f"hostname:{hostname}"
 
 
-class IndexedJobController:
-    name = "indexed-jobs"
-    sources = (For(JOBS.key), Owns(PODS.key, owner=JOBS.key, kind="Job", api_version="batch/v1"))
+class IndexedJobController(BatchJobController):
+    """The batch Job controller's rules for ``completionMode: Indexed`` Jobs (JobSet's children): one
+    pod per completion index, with a stable hostname; the rest (back-off, deadline, status writes)
+    is the plain Job controller's."""
 
-    def __init__(self) -> None:
-        self.work: WorkQueue[Key] = WorkQueue()
-        self.failures_seen: dict[str, float] = {}
-        self.backoff = pod_backoff()
+    name = "indexed-jobs"
 
     async def run(self, ctx: ControllerContext) -> None:
-        self.store: Store = ctx.store
         self.home = ctx.home
         self.network = shared_network(ctx.home)
-        await runtime.run(self, ctx, self.work, on_event=self._on_event)
+        await super().run(ctx)
 
     def _on_event(self, event: WatchEvent) -> None:
+        super()._on_event(event)
         if event.type == "DELETED" and event.resource == PODS.key:
-            self.failures_seen.pop(event.object["metadata"].get("uid", ""), None)
             meta = event.object["metadata"]
             if COMPLETION_INDEX in (meta.get("annotations") or {}):  # its hostname keeps the reservation
                 self.network.release_pod(meta.get("namespace", ""), meta["name"])
@@ -126,17 +118,10 @@ class IndexedJobController:
         ]
 
 
-class IndexedSync:
-    def __init__(self, c: IndexedJobController, job: dict[str, Any]) -> None:
-        self.c, self.job, self.store = c, job, c.store
-        self.spec: dict[str, Any] = job.get("spec") or {}
-        self.namespace, self.name = job["metadata"]["namespace"], job["metadata"]["name"]
-        self.status: dict[str, Any] = copy.deepcopy(job.get("status") or {})
-        self.before = copy.deepcopy(self.status)
-        self.now = datetime.now(UTC)
-        self.stamp = format_time(self.now)
-        self.events: list[tuple[str, str, str]] = []
-        self.wakeups: list[float] = []
+class IndexedSync(Sync):
+    """One sync of an Indexed Job: its own pod plan (per index) over the plain Job's bookkeeping."""
+
+    c: IndexedJobController
 
     def run(self) -> float | None:
         if condition_true(self.status, COMPLETE) or condition_true(self.status, FAILED):
@@ -178,7 +163,7 @@ class IndexedSync:
                 self.status["completionTime"] = self.stamp
                 self.events.append(("Normal", "Completed", "Job completed"))
             else:
-                active = self.scale(active, done, failed, completions)
+                active = self.scale_indexes(active, done, failed, completions)
         self.status.update(
             active=len(active),
             ready=sum(pod_ready(p) for p in active),
@@ -195,24 +180,7 @@ class IndexedSync:
         self.save()
         return min(self.wakeups) + 0.05 if self.wakeups else None
 
-    def failure(self, active: list[dict[str, Any]], failed: int) -> tuple[str, str] | None:
-        limit = int(self.spec.get("backoffLimit", 6))
-        if failed > limit:
-            return BACKOFF_EXCEEDED
-        if (self.spec.get("template") or {}).get("spec", {}).get("restartPolicy") == "OnFailure":
-            total = sum(restarts(p) for p in active)
-            if (total > 0) if limit == 0 else (total >= limit):
-                return BACKOFF_EXCEEDED
-        deadline = self.spec.get("activeDeadlineSeconds")
-        if deadline is not None and self.status.get("startTime"):
-            at = parse_time(self.status["startTime"]) + timedelta(seconds=int(deadline))
-            remaining = (at - self.now).total_seconds()
-            if remaining <= 0:
-                return DEADLINE_EXCEEDED
-            self.wakeups.append(remaining)
-        return None
-
-    def scale(
+    def scale_indexes(
         self, active: list[dict[str, Any]], done: set[int], failed: int, completions: int
     ) -> list[dict[str, Any]]:
         running = {index_of(p) for p in active}
@@ -226,9 +194,9 @@ class IndexedSync:
             if wait > 0:
                 self.wakeups.append(wait)
                 return active
-        return active + [self.create_pod(i) for i in missing]
+        return active + [self.create_index_pod(i) for i in missing]
 
-    def create_pod(self, index: int) -> dict[str, Any]:
+    def create_index_pod(self, index: int) -> dict[str, Any]:
         template = self.spec.get("template") or {}
         tmeta = template.get("metadata") or {}
         uid = self.job["metadata"]["uid"]
@@ -284,25 +252,3 @@ class IndexedSync:
         volumes.ensure_claims(self.store, self.c.home, created)  # volumeClaimPolicies' claims, bound at once
         self.events.append(("Normal", "SuccessfulCreate", f"Created pod: {created['metadata']['name']}"))
         return created
-
-    def delete_pods(self, pods: list[dict[str, Any]]) -> None:
-        for pod in pods:
-            name = pod["metadata"]["name"]
-            try:
-                self.store.delete(PODS.key, self.namespace, name, uid=pod["metadata"]["uid"])
-            except NotFoundError:
-                continue
-            self.events.append(("Normal", "SuccessfulDelete", f"Deleted pod: {name}"))
-
-    def save(self) -> None:
-        obj = self.job
-        if self.status != self.before:
-            current = self.store.get(JOBS.key, self.namespace, self.name)
-            if current is None or current["metadata"]["uid"] != self.job["metadata"]["uid"]:
-                return
-            if current.get("spec") != self.job.get("spec"):
-                raise ConflictError(self.name)
-            current["status"] = self.status
-            obj = self.store.update(JOBS.key, current, check_rv=False)
-        for type_, reason, message in self.events:
-            record_event(self.store, obj, type_, reason, message, COMPONENT)
