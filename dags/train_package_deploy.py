@@ -22,7 +22,9 @@ storage container; see docs/cluster.md). Nothing in this file changes.
 
 Try it: ``airflow dags trigger train_package_deploy --conf '{"epochs": 3}'`` on a deployment, ``airflow dags
 test train_package_deploy``, or ``bash tools/run.sh`` on a fresh machine. ``gpus_per_replica`` > 0 gives
-each replica that many ``nvidia.com/gpu`` (CUDA + NCCL instead of CPU + gloo).
+each replica that many ``nvidia.com/gpu`` (CUDA + NCCL instead of CPU + gloo). ``signing_conn_id`` (a
+``modelkit_signing`` connection) signs the ModelKit in cosign's layout with the run's SLSA provenance, and
+``deploy`` then serves only a digest that key signed (docs/kitops.md).
 """
 
 from __future__ import annotations
@@ -181,6 +183,12 @@ with DAG(
         "gpus_per_replica": Param(
             0, type="integer", minimum=0, maximum=8, description="nvidia.com/gpu limit of each replica (0: CPU, gloo)."
         ),
+        "signing_conn_id": Param(
+            "",
+            type="string",
+            description="A modelkit_signing connection: sign the ModelKit (cosign layout) with the run's SLSA "
+            "provenance attached, and deploy only after verifying the signature and every layer. Empty: no signing.",
+        ),
     },
 ) as dag:
     train = TrainingJobAPIOperator(
@@ -197,6 +205,7 @@ with DAG(
         reference="{{ conn." + REGISTRY_CONN + ".host }}/{{ params.repository }}:{{ run_tag() }}",
         registry_conn_id=REGISTRY_CONN,
         namespace="{{ params.namespace }}",
+        signing_conn_id="{{ params.signing_conn_id }}",  # empty: not signed
     )
 
     deploy = InferenceServiceOperator(
@@ -206,6 +215,7 @@ with DAG(
         storage_uri="{{ ti.xcom_pull(task_ids='package', key='reference') }}"
         "@{{ ti.xcom_pull(task_ids='package', key='digest') }}",
         registry_conn_id=REGISTRY_CONN,
+        signing_conn_id="{{ params.signing_conn_id }}",  # set: refuse what that key did not sign
     )
 
     @task

@@ -114,16 +114,40 @@ def states(run: Any) -> dict[str, str]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("job_api", ["v1", "v2"])  # PyTorchJob, or the Kubeflow Trainer v2 TrainJob
-def test_train_package_deploy_end_to_end(airflow_db, repo_dags, registry_default, kube_api, test_namespace, job_api):
+def test_train_package_deploy_end_to_end(
+    airflow_db, repo_dags, registry_default, kube_api, test_namespace, job_api, monkeypatch
+):
+    from airflow_provider_training.kitops import keys
     from tests.deploy.conftest import delete_and_wait, xcoms
 
+    # the v1 run also signs (the DAG's signing_conn_id param) and so deploys only what that key signed
+    signing = {}
+    if job_api == "v1":
+        pair = keys.generate_key_pair("dag-key-password")
+        monkeypatch.setenv(
+            "AIRFLOW_CONN_DIGITS_SIGNING",
+            json.dumps(
+                {
+                    "conn_type": "modelkit_signing",
+                    "password": "dag-key-password",
+                    "extra": {"private_key": pair.private_pem.decode()},
+                }
+            ),
+        )
+        signing = {"signing_conn_id": "digits_signing"}
     dag = load(repo_dags, "train_package_deploy")
     started = time.monotonic()
     try:
-        run = dag.test(run_conf={"epochs": 3, "namespace": test_namespace, "job_api": job_api})
+        run = dag.test(run_conf={"epochs": 3, "namespace": test_namespace, "job_api": job_api, **signing})
         assert states(run) == {"train": "success", "package": "success", "deploy": "success", "smoke_test": "success"}
         pushed = xcoms("train_package_deploy", run.run_id)
         assert pushed[("package", "digest")].startswith("sha256:")
+        if signing:  # signed with provenance, and the deploy step verified that very digest
+            assert pushed[("package", "signature")].endswith(".sig")
+            assert pushed[("package", "provenance")]
+            assert pushed[("deploy", "verified_digest")] == pushed[("package", "digest")]
+        else:
+            assert ("package", "signature") not in pushed and ("deploy", "verified_digest") not in pushed
         assert pushed[("deploy", "url")].startswith("http://127.0.0.1:")
         assert pushed[("smoke_test", "return_value")]["accuracy"] >= 0.8
         assert pushed[("train", "job_kind")] == {"v1": "PyTorchJob", "v2": "TrainJob"}[job_api]

@@ -91,8 +91,10 @@ class InferenceServiceOperator(BaseOperator):
     :param log_tail_lines: lines of each predictor container's log in the failure message.
     :param verify: refuse to deploy a ModelKit that is not signed by the expected key: ``True`` (key
         from ``verify_key`` or ``signing_conn_id``) or the public key itself (path or PEM text).
-        The verified digest is what gets deployed (``ref@sha256:…``), so a tag moved afterwards
-        cannot swap the model.
+        ``None`` (the default): verify exactly when ``signing_conn_id`` or ``verify_key`` is set
+        (after templating, so ``"{{ params.signing_conn_id }}"`` turns it on per run); ``False``:
+        never. The verified digest is what gets deployed (``ref@sha256:…``), so a tag moved
+        afterwards cannot swap the model.
     :param verify_key: public key (cosign.pub path or PEM, or an X.509 certificate) for ``verify``.
     :param signing_conn_id: ``modelkit_signing`` connection whose public key ``verify`` uses.
     :param require_provenance: with ``verify``, also require a provenance attestation by that key.
@@ -133,7 +135,7 @@ class InferenceServiceOperator(BaseOperator):
         on_failure_action: str = "rollback",
         on_kill_action: str = "rollback",
         log_tail_lines: int = 30,
-        verify: bool | str = False,
+        verify: bool | str | None = None,
         verify_key: str | None = None,
         signing_conn_id: str | None = None,
         require_provenance: bool = False,
@@ -165,7 +167,7 @@ class InferenceServiceOperator(BaseOperator):
         self.log_tail_lines = log_tail_lines
         if isinstance(verify, str) and verify:
             verify_key, verify = verify_key or verify, True
-        self.verify = bool(verify)
+        self.verify = verify if verify is None else bool(verify)
         self.verify_key = verify_key
         self.signing_conn_id = signing_conn_id
         self.require_provenance = require_provenance
@@ -277,7 +279,7 @@ class InferenceServiceOperator(BaseOperator):
         context["ti"].xcom_push(key="verified_digest", value=result.digest)
 
     def execute(self, context: Any) -> dict[str, Any]:
-        if self.verify:
+        if self.verify or (self.verify is None and (self.signing_conn_id or self.verify_key)):
             self.verify_signature(context)
         body = self.build()
         client = TrainingJobClient(api_client(self.kubernetes_conn_id), poll_interval=self.poll_interval)
