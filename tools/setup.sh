@@ -13,6 +13,8 @@ APT_PACKAGES=(
 )
 # the seed's troubleshooting commands, run through kubectl exec: nc -zv <master-pod-ip> <port>, ping
 APT_PACKAGES+=(netcat-openbsd iputils-ping)
+# the deployment tier's metadata DB (Airflow's SQLite allows one writer; five processes write at once)
+APT_PACKAGES+=(postgresql)
 # CPU wheel only: an unpinned torch pulls a multi-GB CUDA build.
 TORCH="torch==2.13.0"
 
