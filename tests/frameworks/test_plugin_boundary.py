@@ -1,4 +1,5 @@
-"""MPI's own path stays behind its plugin: no kind test or MPIPlugin check anywhere else in src/."""
+"""MPI's own path stays behind its plugin: no kind or operator-name test or MPIPlugin check anywhere else
+in src/."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import airflow_provider_training
 
 SRC = Path(airflow_provider_training.__file__).parent
 MPI_BRANCH = re.compile(
-    r"""[!=]=\s*["']MPIJob["']|["']MPIJob["']\s*[!=]=|isinstance\([^)]*MPIPlugin|\bmpi\.MPIPlugin\b"""
+    r"""[!=]=\s*["'](MPIJob|mpijob-controller)["']|["'](MPIJob|mpijob-controller)["']\s*[!=]="""
+    r"""|isinstance\([^)]*MPIPlugin|\bmpi\.MPIPlugin\b"""
 )
 ALLOWED = {SRC / "frameworks" / "mpi.py", SRC / "frameworks" / "registry.py"}
 
@@ -30,4 +32,5 @@ def test_no_mpi_branch_outside_the_mpi_plugin() -> None:
 def test_the_pattern_finds_what_it_is_meant_to_find() -> None:
     assert MPI_BRANCH.search('if plugin.info.kind == "MPIJob":')
     assert MPI_BRANCH.search("assert isinstance(self.p, mpi.MPIPlugin)")
+    assert MPI_BRANCH.search('is_mpi = labels.get("training.kubeflow.org/operator-name") == "mpijob-controller"')
     assert not MPI_BRANCH.search('kind: str = "MPIJob"')

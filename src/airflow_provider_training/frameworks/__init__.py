@@ -17,7 +17,7 @@ from airflow_provider_training.frameworks.base import FrameworkPlugin, Injection
 from airflow_provider_training.frameworks.events import Event
 from airflow_provider_training.frameworks.expansion import expand, expand_command, resolve_env
 from airflow_provider_training.frameworks.pods import PodState
-from airflow_provider_training.frameworks.registry import PLUGINS, plugin
+from airflow_provider_training.frameworks.registry import PLUGINS, plugin, plugin_for_operator
 
 __all__ = [
     "PLUGINS",
@@ -32,5 +32,6 @@ __all__ = [
     "expand",
     "expand_command",
     "plugin",
+    "plugin_for_operator",
     "resolve_env",
 ]

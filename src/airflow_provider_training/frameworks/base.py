@@ -94,6 +94,10 @@ def owner_reference(job: TrainingJob) -> OwnerReferenceBody:
 
 class FrameworkPlugin:
     info: ClassVar[KindInfo]
+    # What a node running all replicas on one machine adds to the environment of every process of
+    # this kind's pods, for what a cluster's images and network would provide (MPI's loopback pins).
+    local_process_env: ClassVar[Mapping[str, str]] = {}
+    template_restart_policy_reason: ClassVar[str] = TEMPLATE_RESTART_POLICY_REASON
 
     # --- identity -------------------------------------------------------------------------
     def pod_name(self, job: TrainingJob, rtype: str, index: int) -> str:
@@ -147,8 +151,13 @@ class FrameworkPlugin:
         init = self.extra_init_containers(job, rtype, index, addressing)
         if init:
             pod_spec["initContainers"] = [*(pod_spec.get("initContainers") or []), *init]
+        return self.template_warnings(pod_spec)
+
+    def template_warnings(self, pod_spec: dict[str, Any]) -> list[Event]:
+        """The warning for a restartPolicy set in the template (the replica spec's wins), in the
+        kind's spelling of its reason."""
         if pod_spec.get("restartPolicy"):
-            return [Event(WARNING, TEMPLATE_RESTART_POLICY_REASON, TEMPLATE_RESTART_POLICY_MESSAGE)]
+            return [Event(WARNING, self.template_restart_policy_reason, TEMPLATE_RESTART_POLICY_MESSAGE)]
         return []
 
     def plan_pods(

@@ -18,7 +18,6 @@ from airflow_provider_training.frameworks import labels
 from airflow_provider_training.frameworks.addressing import Addressing
 from airflow_provider_training.frameworks.base import (
     CLUSTER,
-    TEMPLATE_RESTART_POLICY_MESSAGE,
     ApplyConfigMap,
     CreatePod,
     DeletePod,
@@ -33,7 +32,7 @@ from airflow_provider_training.frameworks.base import (
     tally,
 )
 from airflow_provider_training.frameworks.bodies import ConfigMapBody
-from airflow_provider_training.frameworks.events import WARNING, Event
+from airflow_provider_training.frameworks.events import Event
 from airflow_provider_training.frameworks.pods import FAILED, RUNNING, SUCCEEDED, PodState, of_type
 from airflow_provider_training.specs import kinds
 from airflow_provider_training.specs.common import JobStatus
@@ -51,6 +50,17 @@ KUBEXEC = "kubexec.sh"
 DISCOVER_HOSTS = "discover_hosts.sh"
 KUBECTL_DELIVERY_NAME = "kubectl-delivery"
 KUBECTL_DELIVERY_IMAGE = "kubeflow/kubectl-delivery:latest"
+# OpenMPI as root in a sandbox, reaching "remote" pods over loopback only; without the pins ORTE
+# sometimes picks another interface and its daemons fail to call back.
+LOCAL_PROCESS_ENV = {
+    "OMPI_ALLOW_RUN_AS_ROOT": "1",
+    "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+    "OMPI_MCA_oob_tcp_if_include": "lo",
+    "OMPI_MCA_btl_tcp_if_include": "lo",
+    "OMPI_MCA_btl": "self,tcp",
+    "OMPI_MCA_plm_rsh_no_tree_spawn": "1",
+    "OMPI_MCA_orte_keep_fqdn_hostnames": "1",
+}
 # (sic: upstream's MPI controller spells its reason this way)
 TEMPLATE_RESTART_POLICY_REASON = "SettedPodTemplateRestartPolicy"
 
@@ -80,6 +90,8 @@ def is_gpu_launcher(job: TrainingJob) -> bool:
 
 class MPIPlugin(FrameworkPlugin):
     info = kinds.MPI
+    local_process_env = LOCAL_PROCESS_ENV
+    template_restart_policy_reason = TEMPLATE_RESTART_POLICY_REASON
 
     def pod_name(self, job: TrainingJob, rtype: str, index: int) -> str:
         return launcher_name(job) if rtype == LAUNCHER else super().pod_name(job, rtype, index)
@@ -152,9 +164,7 @@ class MPIPlugin(FrameworkPlugin):
             {"name": KUBECTL_VOLUME, "emptyDir": {}},
             {"name": CONFIG_VOLUME, "configMap": {"name": config_map_name(job), "items": items}},
         ]
-        if pod_spec.get("restartPolicy"):
-            return [Event(WARNING, TEMPLATE_RESTART_POLICY_REASON, TEMPLATE_RESTART_POLICY_MESSAGE)]
-        return []
+        return self.template_warnings(pod_spec)
 
     def plan_pods(
         self,

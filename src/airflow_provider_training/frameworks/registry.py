@@ -1,4 +1,4 @@
-"""``plugin(kind)``: the plugin for a kind name."""
+"""``plugin(kind)``: the plugin for a kind name; ``plugin_for_operator``: for a pod's operator-name label."""
 
 from __future__ import annotations
 
@@ -23,3 +23,8 @@ def plugin(kind: str) -> FrameworkPlugin:
         return PLUGINS[kind]
     except KeyError:
         raise KeyError(f"unknown kind {kind!r}: supported kinds are {', '.join(PLUGINS)}") from None
+
+
+def plugin_for_operator(operator_name: str | None) -> FrameworkPlugin | None:
+    """The plugin whose pods carry ``training.kubeflow.org/operator-name: operator_name``, if any."""
+    return next((p for p in PLUGINS.values() if p.info.operator_name == operator_name), None)

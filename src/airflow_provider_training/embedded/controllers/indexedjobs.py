@@ -36,7 +36,7 @@ from airflow_provider_training.embedded.controllers.batchjobs import (
     pod_ready,
     set_condition,
 )
-from airflow_provider_training.embedded.node.network import shared_network
+from airflow_provider_training.embedded.network import shared_network
 from airflow_provider_training.embedded.resources import BY_KEY, PODS
 from airflow_provider_training.embedded.runtime import ControllerContext
 from airflow_provider_training.embedded.store import AlreadyExistsError, WatchEvent

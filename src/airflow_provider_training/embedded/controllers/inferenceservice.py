@@ -50,7 +50,7 @@ from airflow_provider_training.embedded.controllers.predictor import (
 )
 from airflow_provider_training.embedded.controllers.refs import owner_references
 from airflow_provider_training.embedded.events import record_event
-from airflow_provider_training.embedded.node.network import shared_network
+from airflow_provider_training.embedded.network import shared_network
 from airflow_provider_training.embedded.resources import BY_KEY, PODS
 from airflow_provider_training.embedded.runtime import ControllerContext, For, Owns, WorkQueue
 from airflow_provider_training.embedded.store import AlreadyExistsError, NotFoundError, Store, now_timestamp

@@ -24,7 +24,7 @@ from typing import Any
 from airflow_provider_training.embedded import canonical, runtime
 from airflow_provider_training.embedded.controllers.refs import owner_references
 from airflow_provider_training.embedded.events import record_event
-from airflow_provider_training.embedded.node.network import LocalAddressing, shared_network
+from airflow_provider_training.embedded.network import LocalAddressing, shared_network
 from airflow_provider_training.embedded.resources import BY_KEY, BY_KIND, PODS, RESOURCE_TYPES, ResourceType
 from airflow_provider_training.embedded.runtime import ControllerContext, For, Owns, WorkQueue
 from airflow_provider_training.embedded.store import AlreadyExistsError, ConflictError, NotFoundError, Store, WatchEvent

@@ -25,7 +25,7 @@ from typing import Any
 from airflow_provider_training.embedded import runtime
 from airflow_provider_training.embedded.controllers.indexedjobs import address_key
 from airflow_provider_training.embedded.events import record_event
-from airflow_provider_training.embedded.node.network import Network, shared_network
+from airflow_provider_training.embedded.network import Network, shared_network
 from airflow_provider_training.embedded.resources import BY_KEY
 from airflow_provider_training.embedded.runtime import ControllerContext, For, Owns, WorkQueue
 from airflow_provider_training.embedded.store import AlreadyExistsError, ConflictError, NotFoundError, Store, WatchEvent

@@ -36,7 +36,7 @@ from typing import Any
 from airflow_provider_training.embedded import runtime
 from airflow_provider_training.embedded.controllers import jobset as jobsets
 from airflow_provider_training.embedded.events import record_event
-from airflow_provider_training.embedded.node.network import Network, shared_network
+from airflow_provider_training.embedded.network import Network, shared_network
 from airflow_provider_training.embedded.resources import BY_KEY
 from airflow_provider_training.embedded.runtime import ControllerContext, For, Owns, WorkQueue
 from airflow_provider_training.embedded.runtimes import trainer_initializer

@@ -33,9 +33,9 @@ from typing import Any
 
 from airflow_provider_training.embedded import podlogs
 from airflow_provider_training.embedded.events import record_event
+from airflow_provider_training.embedded.network import Network, shared_network
 from airflow_provider_training.embedded.node import isolation, lifecycle, podspec, podstatus
 from airflow_provider_training.embedded.node.capacity import Capacity
-from airflow_provider_training.embedded.node.network import Network, shared_network
 from airflow_provider_training.embedded.node.runtime import Runtime
 from airflow_provider_training.embedded.resources import BY_KEY, PODS
 from airflow_provider_training.embedded.runtime import ControllerContext

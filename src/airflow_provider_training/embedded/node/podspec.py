@@ -27,7 +27,8 @@ from airflow_provider_training.embedded.node import paths as safe
 from airflow_provider_training.embedded.node.runtime import Runtime
 from airflow_provider_training.embedded.paths import Home
 from airflow_provider_training.embedded.store import Store
-from airflow_provider_training.frameworks import expand_command, mpi, pytorch, resolve_env
+from airflow_provider_training.frameworks import expand_command, mpi, plugin_for_operator, pytorch, resolve_env
+from airflow_provider_training.frameworks.labels import OPERATOR_NAME
 
 NODE_NAME = "embedded"
 GPU = "nvidia.com/gpu"
@@ -54,17 +55,6 @@ _SUFFIXES: dict[str, int | Decimal] = {
 # the master's DNS name (a loopback address resolves at once); kubectl-delivery copies kubectl for
 # MPI, which the node agent delivers itself (``podexec``).
 BUILTIN_INIT = {pytorch.INIT_CONTAINER_NAME, mpi.KUBECTL_DELIVERY_NAME}
-# OpenMPI as root in a sandbox, reaching "remote" pods over loopback only; without the pins ORTE
-# sometimes picks another interface and its daemons fail to call back.
-MPI_ENV = {
-    "OMPI_ALLOW_RUN_AS_ROOT": "1",
-    "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-    "OMPI_MCA_oob_tcp_if_include": "lo",
-    "OMPI_MCA_btl_tcp_if_include": "lo",
-    "OMPI_MCA_btl": "self,tcp",
-    "OMPI_MCA_plm_rsh_no_tree_spawn": "1",
-    "OMPI_MCA_orte_keep_fqdn_hostnames": "1",
-}
 
 
 class PodConfigError(Exception):
@@ -405,9 +395,13 @@ def build(
     meta, spec = pod["metadata"], pod.get("spec") or {}
     dirs = volume_dirs(ctx, pod, pod_dir)
     read_only = {v["name"] for v in spec.get("volumes") or [] if "configMap" in v or "secret" in v or "projected" in v}
-    is_mpi = (meta.get("labels") or {}).get("training.kubeflow.org/operator-name") == "mpijob-controller"
-    if is_mpi and mpi.KUBECTL_VOLUME in dirs:
-        deliver_kubectl(dirs[mpi.KUBECTL_VOLUME], ctx.node_dir, meta["namespace"])
+    owner_plugin = plugin_for_operator((meta.get("labels") or {}).get(OPERATOR_NAME))
+    kind_env = dict(owner_plugin.local_process_env) if owner_plugin is not None else {}
+    for init_container in spec.get("initContainers") or []:
+        if isinstance(init_container, dict) and init_container.get("name") == mpi.KUBECTL_DELIVERY_NAME:
+            target = kubectl_target(init_container, dirs)
+            if target is not None:
+                deliver_kubectl(target, ctx.node_dir, meta["namespace"])
     gpu_left = list(gpu_ids)
 
     def container_spec(container: dict[str, Any], init: bool) -> dict[str, Any]:
@@ -419,8 +413,7 @@ def build(
         env = profile.environment(ctx.runtime.base_path)
         env["HOSTNAME"] = (pod.get("spec") or {}).get("hostname") or meta["name"]
         env.update(inclusterconfig.service_env(ctx.home))
-        if is_mpi:
-            env.update(MPI_ENV)
+        env.update(kind_env)
         env.update(environment(ctx, pod, container))
         requests, limits = resources(container)
         if not init and GPU in requests:
@@ -468,9 +461,19 @@ def build(
     }
 
 
+def kubectl_target(container: dict[str, Any], dirs: dict[str, Path]) -> Path | None:
+    """The directory of the volume a kubectl-delivery init container writes to (at ``TARGET_DIR``)."""
+    env = {e.get("name"): e.get("value") for e in container.get("env") or [] if isinstance(e, dict)}
+    target = env.get("TARGET_DIR") or mpi.KUBECTL_MOUNT_PATH
+    for mount in container.get("volumeMounts") or []:
+        if isinstance(mount, dict) and mount.get("mountPath") == target and mount.get("name") in dirs:
+            return dirs[mount["name"]]
+    return None
+
+
 def deliver_kubectl(directory: Path, node_dir: Path, namespace: str) -> None:
-    """What ``kubectl-delivery`` does for an MPIJob launcher: a ``kubectl`` whose ``exec`` reaches
-    the worker pods of this node (``podexec``)."""
+    """What the ``kubectl-delivery`` image does (an MPIJob launcher's init container): a ``kubectl``
+    whose ``exec`` reaches the pods of this node (``podexec``)."""
     import sys
 
     entry = Path(__file__).with_name("entry.py")
