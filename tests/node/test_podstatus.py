@@ -83,3 +83,25 @@ def test_unschedulable() -> None:
     status: dict[str, Any] = {}
     event = podstatus.unschedulable(status, "0/1 nodes are available: 1 Insufficient nvidia.com/gpu.", "t")
     assert event[1] == "FailedScheduling" and status["conditions"][0]["reason"] == "Unschedulable"
+
+
+def test_a_start_is_announced_even_when_the_container_is_first_seen_ended() -> None:
+    seen = podstatus.Seen()
+    done = {"name": "main", "restartCount": 0, "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}
+    assert podstatus.container_events({"containerStatuses": [done]}, seen, "p", "ns", "u") == [
+        ("Normal", "Started", "Started container main")
+    ]
+    assert podstatus.container_events({"containerStatuses": [done]}, seen, "p", "ns", "u") == []
+    # first seen in its crash-loop wait after run 0: run 0 started, then the back-off
+    seen = podstatus.Seen()
+    crash = {
+        "name": "main",
+        "restartCount": 1,
+        "lastState": {"terminated": {"exitCode": 1, "reason": "Error"}},
+        "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+    }
+    reasons = [e[1] for e in podstatus.container_events({"containerStatuses": [crash]}, seen, "p", "ns", "u")]
+    assert reasons == ["Started", "BackOff"]
+    # a container that could not be started is never announced as started
+    failed = {"name": "main", "restartCount": 0, "state": {"terminated": {"exitCode": 128, "reason": "StartError"}}}
+    assert podstatus.container_events({"containerStatuses": [failed]}, podstatus.Seen(), "p", "ns", "u") == []

@@ -32,20 +32,23 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_training.embedded import podlogs
+from airflow_provider_training.embedded import runtime as controller_runtime
 from airflow_provider_training.embedded.events import record_event
-from airflow_provider_training.embedded.network import Network, shared_network
+from airflow_provider_training.embedded.network import LOCALHOST, Network, shared_network
 from airflow_provider_training.embedded.node import isolation, lifecycle, podspec, podstatus
 from airflow_provider_training.embedded.node.capacity import Capacity
 from airflow_provider_training.embedded.node.runtime import Runtime
 from airflow_provider_training.embedded.resources import BY_KEY, PODS
-from airflow_provider_training.embedded.runtime import ControllerContext
-from airflow_provider_training.embedded.store import NotFoundError, Store, now_timestamp
+from airflow_provider_training.embedded.runtime import ControllerContext, For, Watches, WorkQueue
+from airflow_provider_training.embedded.runtime.controller import Key, key_of
+from airflow_provider_training.embedded.store import NotFoundError, Store, WatchEvent, now_timestamp
 
 log = logging.getLogger(__name__)
 CONFIGMAPS = BY_KEY["core/configmaps"]
 SECRETS = BY_KEY["core/secrets"]
 COMPONENT = "kubelet"
 RESYNC_INTERVAL = 1.0
+UNSCHEDULABLE_RETRY = 5.0  # besides the retry each time a pod gives back what it held
 
 
 def backoff_settings() -> dict[str, float]:
@@ -67,6 +70,13 @@ def retry_settings() -> tuple[float, float]:
     )
 
 
+def report_window() -> float:
+    """``AIRFLOW_TRAINING_POD_STATUS_BATCH`` (s): how long a pod's non-final status change may wait
+    to be written, so that the next one replaces it (a kubelet's status manager also writes only the
+    latest status). A final phase is written at once."""
+    return float(os.environ.get("AIRFLOW_TRAINING_POD_STATUS_BATCH", "0.1"))
+
+
 @dataclass
 class Tracked:
     uid: str
@@ -76,23 +86,47 @@ class Tracked:
     process: subprocess.Popen[bytes] | None = None  # when started directly, not by the zygote
     started: float = field(default_factory=time.monotonic)
     state_mtime: int = 0
+    state: dict[str, Any] | None = None  # the supervisor's last state read
     done: bool = False
     deleting: bool = False
     seen: podstatus.Seen = field(default_factory=podstatus.Seen)
     # Container processes its dead supervisor left running, being stopped (SIGTERM, then SIGKILL
     # at ``orphans_deadline``) before the pod's fate is decided.
     orphans_deadline: float | None = None
+    # The binding (nodeName, addresses, PodScheduled) not yet in the store: it goes with the pod's
+    # first status write, so a fast pod costs one write, not one to bind and one per state.
+    binding: dict[str, Any] | None = None
+    # Since when the pod has a change not yet written (monotonic), None when the store is current.
+    unwritten_since: float | None = None
+
+    @property
+    def key(self) -> Key:
+        return key_of(PODS.key, self.namespace, self.name)
 
 
 class NodeAgent:
+    """Reconciles pods (``For`` pods, keyed by namespace/name) on the controller runtime's work
+    queue; supervisor notifications and a resync timer add keys to the same queue, and ConfigMap /
+    Secret changes wake the pods waiting for them."""
+
     name = "node-agent"
 
     def __init__(self) -> None:
         self.tracked: dict[str, Tracked] = {}
-        self.waiting: dict[str, tuple[str, str]] = {}  # uid -> (namespace, name)
+        self.waiting: dict[str, Key] = {}  # uid -> key of a pod not yet started (cannot start, no room)
         self.reported: dict[str, str] = {}  # uid -> last scheduling / config message recorded
         self.retry: dict[str, tuple[float, float]] = {}  # uid -> (next attempt, monotonic; delay)
         self.failures: dict[str, str] = {}  # step -> last error logged, so a failure is logged once
+        self.work: WorkQueue[Key] = WorkQueue()
+        self.window = report_window()
+
+    @property
+    def sources(self) -> tuple[For | Watches, ...]:
+        return (
+            For(PODS.key),
+            Watches(CONFIGMAPS.key, self._waiting_in_namespace),
+            Watches(SECRETS.key, self._waiting_in_namespace),
+        )
 
     # -- set-up -------------------------------------------------------------------------------
     async def run(self, ctx: ControllerContext) -> None:
@@ -106,7 +140,6 @@ class NodeAgent:
         self.capacity = Capacity.from_env()
         self.backoff = backoff_settings()
         self.retry_initial, self.retry_max = retry_settings()
-        self.queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         self.socket_path = self.node_dir / "agent.sock"
         self.supervisors = lifecycle.Supervisors(self.node_dir)
         transport = await self._listen()
@@ -117,21 +150,11 @@ class NodeAgent:
             "127.1.x.y" if self.network.routable else "127.0.0.1 (shared)",
         )
         self._adopt()
-        tasks = [
-            asyncio.create_task(self._watch_pods()),
-            asyncio.create_task(self._tick()),
-            asyncio.create_task(self._watch_config("configmap", CONFIGMAPS.key)),
-            asyncio.create_task(self._watch_config("secret", SECRETS.key)),
-        ]
+        tick = asyncio.create_task(self._tick())
         try:
-            while not ctx.stopping.is_set():
-                batch = [await self.queue.get()]
-                while not self.queue.empty():
-                    batch.append(self.queue.get_nowait())
-                self._handle(batch)
+            await controller_runtime.run(self, ctx, self.work, on_event=self._on_event)
         finally:
-            for task in tasks:
-                task.cancel()
+            tick.cancel()
             self.supervisors.stop_zygote()
             if transport is not None:
                 asyncio.get_running_loop().remove_reader(transport.fileno())
@@ -169,24 +192,20 @@ class NodeAgent:
                     data = sock.recv(512)
                 except (BlockingIOError, InterruptedError):
                     return
-                self.queue.put_nowait(("state", data.decode(errors="replace")))
+                tracked = self.tracked.get(data.decode(errors="replace"))
+                if tracked is not None:
+                    self.work.add(tracked.key)  # a pod already queued is not queued twice: one pass
 
         asyncio.get_running_loop().add_reader(sock.fileno(), readable)
         return sock
 
-    async def _watch_pods(self) -> None:
-        async for event in self.ctx.informer(PODS.key):
-            self.queue.put_nowait(("pod", event))
-
-    async def _watch_config(self, kind: str, resource: str) -> None:
-        async for event in self.ctx.informer(resource):
-            if event.type in ("ADDED", "MODIFIED"):
-                self.queue.put_nowait(("config", (kind, event)))
-
     async def _tick(self) -> None:
+        """Supervisors that died without a word and pods being stopped are checked on a timer."""
         while True:
             await asyncio.sleep(RESYNC_INTERVAL)
-            self.queue.put_nowait(("tick", None))
+            for tracked in list(self.tracked.values()):
+                if not tracked.done or tracked.deleting:
+                    self.work.add(tracked.key)
 
     # -- adoption after a restart ---------------------------------------------------------------
     def _adopt(self) -> None:
@@ -203,27 +222,44 @@ class NodeAgent:
                 self._terminate(tracked)
             else:
                 log.info("adopted pod %s/%s", tracked.namespace, tracked.name)
+                if not (pod.get("spec") or {}).get("nodeName"):
+                    tracked.binding = self._binding(pod, spec.get("podIP") or LOCALHOST, now_timestamp())
                 self._sync(tracked)
 
     # -- events -------------------------------------------------------------------------------
-    def _handle(self, batch: list[tuple[str, Any]]) -> None:
-        synced: set[str] = set()
-        for kind, payload in batch:
-            if kind == "pod":
-                self._isolated(f"pod event {kind}", self._on_pod, payload)
-            elif kind == "state" and payload not in synced:
-                synced.add(payload)
-                if payload in self.tracked:
-                    self._isolated(f"sync {payload}", self._sync, self.tracked[payload])
-            elif kind == "tick":
-                self._resync()
-            elif kind == "config":
-                self._isolated("config volumes", self._on_config, *payload)
-        self._isolated("start", self._start_waiting)
+    def _on_event(self, event: WatchEvent) -> None:
+        """Bookkeeping before the keys are worked off: a deleted pod is stopped at once, a changed
+        ConfigMap / Secret reaches the running pods that show it as a volume."""
+        if event.resource == PODS.key:
+            if event.type == "DELETED":
+                self._isolated(f"delete {event.namespace}/{event.name}", self._on_deleted, event.object)
+            return
+        if event.type == "MODIFIED":
+            kind = "configmap" if event.resource == CONFIGMAPS.key else "secret"
+            self._isolated("config volumes", self._refresh_volumes, kind, event)
+
+    def _waiting_in_namespace(self, event: WatchEvent) -> list[Key]:
+        """A ConfigMap / Secret appeared or changed: pods waiting for it are tried again at once."""
+        if event.type == "DELETED":
+            return []
+        keys = []
+        for uid, key in list(self.waiting.items()):
+            if key.namespace == event.namespace:
+                self.retry.pop(uid, None)
+                keys.append(key)
+        return keys
+
+    def _on_deleted(self, pod: dict[str, Any]) -> None:
+        uid = pod["metadata"].get("uid", "")
+        self.waiting.pop(uid, None)
+        self.reported.pop(uid, None)
+        self.retry.pop(uid, None)
+        if uid in self.tracked:
+            self._terminate(self.tracked[uid])
 
     def _isolated(self, step: str, fn: Any, *args: Any) -> None:
-        """Run one per-object step; an error is logged once per step and message (not per pass), and
-        never stops the other pods' steps."""
+        """Run one bookkeeping step; an error is logged once per step and message, and never stops
+        the other pods' steps (a pod's own reconcile is retried by the work queue)."""
         try:
             fn(*args)
         except Exception as exc:
@@ -234,39 +270,7 @@ class NodeAgent:
         else:
             self.failures.pop(step, None)
 
-    def _on_config(self, kind: str, event: Any) -> None:
-        # A ConfigMap / Secret appeared or changed: pods waiting for it are tried again at once.
-        for uid, (namespace, _name) in self.waiting.items():
-            if namespace == event.namespace:
-                self.retry.pop(uid, None)
-        if event.type == "MODIFIED":
-            self._refresh_volumes(kind, event)
-
-    def _on_pod(self, event: Any) -> None:
-        pod = event.object
-        uid = pod["metadata"].get("uid", "")
-        if event.type == "DELETED":
-            self.waiting.pop(uid, None)
-            self.reported.pop(uid, None)
-            self.retry.pop(uid, None)
-            if uid in self.tracked:
-                self._terminate(self.tracked[uid])
-            return
-        if uid in self.tracked or uid in self.waiting:
-            return
-        status = pod.get("status") or {}
-        if status.get("phase") in podstatus.TERMINAL:
-            return
-        node = (pod.get("spec") or {}).get("nodeName")
-        if node == podspec.NODE_NAME:
-            # Started by an earlier daemon, but its supervisor directory is gone: the pod is lost.
-            self._lost(pod)
-            return
-        if node:
-            return  # bound to another node: not ours to run, as a kubelet leaves other nodes' pods alone
-        self.waiting[uid] = (pod["metadata"]["namespace"], pod["metadata"]["name"])
-
-    def _refresh_volumes(self, kind: str, event: Any) -> None:
+    def _refresh_volumes(self, kind: str, event: WatchEvent) -> None:
         """A ConfigMap / Secret changed: running pods that show it as a volume see the new files (MPI's
         ``discover_hosts.sh`` when the worker set changes, for one)."""
         context = podspec.Context(self.store, self.ctx.home, self.runtime, self.node_dir, self.isolation, "")
@@ -281,63 +285,117 @@ class NodeAgent:
             except (OSError, podspec.PodConfigError) as exc:
                 log.warning("cannot update the %s %s in pod %s: %s", kind, event.name, tracked.name, exc)
 
-    def _resync(self) -> None:
-        for tracked in list(self.tracked.values()):
+    # -- reconcile ------------------------------------------------------------------------------
+    def reconcile(self, key: Key) -> float | None:
+        """One pod: stop what its deletion left, report its supervisor's state, or start it."""
+        pod = self.store.get(PODS.key, key.namespace, key.name)
+        uid = pod["metadata"].get("uid", "") if pod is not None else ""
+        wake: list[float] = []
+        for tracked in [t for t in self.tracked.values() if (t.namespace, t.name) == (key.namespace, key.name)]:
             if tracked.deleting:
                 if not lifecycle.alive(tracked.directory) and not self._stop_orphans(tracked):
-                    self._isolated(f"forget {tracked.uid}", self._forget, tracked)
-            elif not tracked.done:
-                self._isolated(f"sync {tracked.uid}", self._sync, tracked)
+                    self._forget(tracked)
+            elif tracked.uid != uid:
+                self._terminate(tracked)  # replaced under the same name while its deletion was missed
+            else:
+                delay = self._sync(tracked)
+                if delay is not None:
+                    wake.append(delay)
+        if pod is not None and uid not in self.tracked:
+            delay = self._consider(pod)
+            if delay is not None:
+                wake.append(delay)
+        return min(wake) if wake else None
+
+    def _consider(self, pod: dict[str, Any]) -> float | None:
+        """A pod this node does not run yet: start it with the other waiting pods of its owner (one
+        job's pods are admitted together), or note why not; the seconds until it is tried again."""
+        meta = pod["metadata"]
+        uid = meta.get("uid", "")
+        if (pod.get("status") or {}).get("phase") in podstatus.TERMINAL or meta.get("deletionTimestamp"):
+            self.waiting.pop(uid, None)
+            return None
+        node = (pod.get("spec") or {}).get("nodeName")
+        if node == podspec.NODE_NAME:
+            # Started by an earlier daemon, but its supervisor directory is gone: the pod is lost.
+            self._lost(pod)
+            return None
+        if node:
+            return None  # bound to another node: not ours to run, as a kubelet leaves other nodes' pods alone
+        self.waiting[uid] = key_of(PODS.key, meta["namespace"], meta["name"])
+        pending = self._retry_in(uid)
+        if pending is not None:
+            return pending  # failed to start a moment ago: its back-off has not passed
+        self._start_group([pod, *self._waiting_siblings(pod)])
+        if uid in self.tracked:
+            return None
+        pending = self._retry_in(uid)
+        return pending if pending is not None else UNSCHEDULABLE_RETRY
+
+    def _retry_in(self, uid: str) -> float | None:
+        at = self.retry.get(uid, (0.0, 0.0))[0] - time.monotonic()
+        return at if at > 0 else None
+
+    def _waiting_siblings(self, pod: dict[str, Any]) -> list[dict[str, Any]]:
+        """The other pods of the same controlling owner that wait to start on this node."""
+        meta = pod["metadata"]
+        refs = meta.get("ownerReferences")
+        owner = next(
+            (
+                r.get("uid")
+                for r in (refs if isinstance(refs, list) else [])
+                if isinstance(r, dict) and r.get("controller")
+            ),
+            None,
+        )
+        if not owner:
+            return []
+        siblings = []
+        for resource, namespace, name in self.store.dependents(str(owner)):
+            if resource != PODS.key or name == meta["name"]:
+                continue
+            other = self.store.get(PODS.key, namespace, name)
+            if other is None:
+                continue
+            other_uid = other["metadata"].get("uid", "")
+            if (
+                other_uid in self.tracked
+                or (other.get("spec") or {}).get("nodeName")
+                or (other.get("status") or {}).get("phase") in podstatus.TERMINAL
+                or other["metadata"].get("deletionTimestamp")
+                or self._retry_in(other_uid) is not None
+            ):
+                continue
+            self.waiting[other_uid] = key_of(PODS.key, namespace, name)
+            siblings.append(other)
+        return siblings
 
     # -- starting pods --------------------------------------------------------------------------
-    def _start_waiting(self) -> None:
-        if not self.waiting:
-            return
-        groups: dict[str, list[dict[str, Any]]] = {}
-        now = time.monotonic()
-        for uid, (namespace, name) in list(self.waiting.items()):
-            if self.retry.get(uid, (0.0, 0.0))[0] > now:
-                continue  # failed to start a moment ago: its back-off has not passed (a deletion is an event)
-            pod = self.store.get(PODS.key, namespace, name)
-            if pod is None or pod["metadata"].get("uid") != uid:
-                self.waiting.pop(uid)
-                self.retry.pop(uid, None)
-                continue
-            refs = pod["metadata"].get("ownerReferences")
-            owner = (
-                next(
-                    (r.get("uid") for r in refs if isinstance(r, dict) and r.get("controller")),
-                    uid,
-                )
-                if isinstance(refs, list)
-                else uid
-            )
-            groups.setdefault(str(owner), []).append(pod)
-        for pods in groups.values():
-            try:
-                decision = self.capacity.admit(pods)
-            except Exception as exc:  # a field the scheduler cannot read (a quantity that is none)
-                for pod in pods:
-                    self._cannot_start(pod, podspec.PodConfigError("CreateContainerConfigError", _describe(exc)))
-                continue
-            if not decision.admitted:
-                for pod in pods:
-                    self._unschedulable(pod, decision.message)
-                continue
+    def _start_group(self, pods: list[dict[str, Any]]) -> None:
+        try:
+            decision = self.capacity.admit(pods)
+        except Exception as exc:  # a field the scheduler cannot read (a quantity that is none)
             for pod in pods:
-                uid = pod["metadata"]["uid"]
-                if decision.warning_reason:
-                    self._event(pod, "Warning", decision.warning_reason, decision.message)
-                try:
-                    started = self._start(pod, decision.gpus.get(uid, []))
-                except Exception as exc:
-                    # Whatever went wrong with this pod stays with this pod: it gets the status and
-                    # event a kubelet gives, and is tried again after its back-off.
-                    shutil.rmtree(self.node_dir / "pods" / uid, ignore_errors=True)
-                    self._cannot_start(pod, podspec.PodConfigError("CreateContainerConfigError", _describe(exc)))
-                    started = False
-                if not started:
-                    self.capacity.release(uid)
+                self._cannot_start(pod, podspec.PodConfigError("CreateContainerConfigError", _describe(exc)))
+            return
+        if not decision.admitted:
+            for pod in pods:
+                self._unschedulable(pod, decision.message)
+            return
+        for pod in pods:
+            uid = pod["metadata"]["uid"]
+            if decision.warning_reason:
+                self._event(pod, "Warning", decision.warning_reason, decision.message)
+            try:
+                started = self._start(pod, decision.gpus.get(uid, []))
+            except Exception as exc:
+                # Whatever went wrong with this pod stays with this pod: it gets the status and
+                # event a kubelet gives, and is tried again after its back-off.
+                shutil.rmtree(self.node_dir / "pods" / uid, ignore_errors=True)
+                self._cannot_start(pod, podspec.PodConfigError("CreateContainerConfigError", _describe(exc)))
+                started = False
+            if not started:
+                self.capacity.release(uid)
 
     def _unschedulable(self, pod: dict[str, Any], message: str) -> None:
         uid = pod["metadata"]["uid"]
@@ -373,22 +431,10 @@ class NodeAgent:
         shutil.rmtree(podlogs.container_log_dir(self.ctx.home, namespace, name, "x").parent, ignore_errors=True)
         (directory / "spec.json").write_text(json.dumps(spec))
         process = self.supervisors.spawn(directory)
-        self.tracked[uid] = Tracked(uid, namespace, name, directory, process)
-        pod.setdefault("spec", {})["nodeName"] = podspec.NODE_NAME
-        now = now_timestamp()
-        status = pod.setdefault("status", {})
-        status.update(
-            phase="Pending",
-            hostIP="127.0.0.1",
-            hostIPs=[{"ip": "127.0.0.1"}],
-            podIP=pod_ip,
-            podIPs=[{"ip": pod_ip}],
-            startTime=now,
-        )
-        status["conditions"] = [
-            {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": now}
-        ]
-        self._write(pod)
+        tracked = Tracked(uid, namespace, name, directory, process)
+        tracked.binding = self._binding(pod, pod_ip, now_timestamp())
+        tracked.unwritten_since = tracked.started
+        self.tracked[uid] = tracked
         self._event(
             pod,
             "Normal",
@@ -396,7 +442,24 @@ class NodeAgent:
             f"Successfully assigned {namespace}/{name} to {podspec.NODE_NAME}",
             component="default-scheduler",
         )
+        # The binding is written with the first state the supervisor reports, or alone once the
+        # report window has passed without one (the pod's reconcile comes back then).
+        self.work.add_after(tracked.key, self.window)
         return True
+
+    @staticmethod
+    def _binding(pod: dict[str, Any], pod_ip: str, now: str) -> dict[str, Any]:
+        """What binding the pod to this node sets: the status a kubelet reports before the containers run."""
+        scheduled = {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": now}
+        return {
+            "phase": "Pending",
+            "hostIP": LOCALHOST,
+            "hostIPs": [{"ip": LOCALHOST}],
+            "podIP": pod_ip,
+            "podIPs": [{"ip": pod_ip}],
+            "startTime": (pod.get("status") or {}).get("startTime") or now,
+            "conditions": [scheduled],
+        }
 
     def _cannot_start(self, pod: dict[str, Any], exc: podspec.PodConfigError) -> None:
         """The pod stays Pending with the kubelet's waiting reason and one event per new message,
@@ -419,44 +482,76 @@ class NodeAgent:
         self._event(pod, *event)
         self._write(pod)
 
-    def _lost(self, pod: dict[str, Any], stopped: bool = False) -> None:
+    def _lost(self, pod: dict[str, Any], stopped: bool = False, tracked: Tracked | None = None) -> None:
         podstatus.lost(pod.setdefault("status", {}), stopped, now_timestamp())
-        self._write(pod)
+        self._write(pod, tracked)
 
     # -- state -> status ------------------------------------------------------------------------
-    def _sync(self, tracked: Tracked) -> None:
+    def _sync(self, tracked: Tracked) -> float | None:
+        """Read the supervisor's state; record its events; write the pod's status when it changed
+        (a final phase at once, anything else once the report window has passed, so that a burst
+        of changes is one write). Returns the seconds until a deferred write is due."""
+        if self._read_state(tracked):
+            events = podstatus.container_events(
+                tracked.state or {}, tracked.seen, tracked.name, tracked.namespace, tracked.uid
+            )
+            pod = self.store.get(PODS.key, tracked.namespace, tracked.name) if events else None
+            if pod is not None and pod["metadata"].get("uid") == tracked.uid:
+                for event in events:
+                    self._event(pod, *event)
+            if tracked.unwritten_since is None:
+                tracked.unwritten_since = time.monotonic()
+        if tracked.deleting or tracked.unwritten_since is None:
+            return None
+        final = (tracked.state or {}).get("phase") in podstatus.TERMINAL or tracked.done
+        wait = tracked.unwritten_since + self.window - time.monotonic()
+        if not final and wait > 0:
+            return wait
+        self._report(tracked)
+        return None
+
+    def _read_state(self, tracked: Tracked) -> bool:
+        """Whether the supervisor wrote a new state (kept in ``tracked.state``); notices a supervisor
+        that never started or died."""
         path = tracked.directory / "state.json"
         try:
             mtime = path.stat().st_mtime_ns
         except OSError:
             if not tracked.deleting and self._never_started(tracked):
                 self._supervisor_died(tracked)
-            return
+            return False
         if mtime == tracked.state_mtime:
             if not tracked.done and not lifecycle.alive(tracked.directory):
                 self._supervisor_died(tracked)
-            return
+            return False
         tracked.state_mtime = mtime
         try:
             state = json.loads(path.read_text())
         except (OSError, ValueError):
-            return
+            return False
+        tracked.state = state
         if state.get("done"):
             tracked.done = True
             if tracked.process is not None:
                 tracked.process.poll()
-            self.capacity.release(tracked.uid)
-        if tracked.deleting:
-            return
+            self._release(tracked.uid)
+        return True
+
+    def _report(self, tracked: Tracked) -> None:
+        tracked.unwritten_since = None
         pod = self.store.get(PODS.key, tracked.namespace, tracked.name)
         if pod is None or pod["metadata"].get("uid") != tracked.uid:
             return
-        before = json.dumps(pod.get("status"), sort_keys=True)
-        podstatus.apply_state(pod.setdefault("status", {}), state, now_timestamp())
-        if json.dumps(pod.get("status"), sort_keys=True) != before:
-            self._write(pod)
-        for event in podstatus.container_events(state, tracked.seen, tracked.name, tracked.namespace, tracked.uid):
-            self._event(pod, *event)
+        before = json.dumps([pod.get("status"), (pod.get("spec") or {}).get("nodeName")], sort_keys=True)
+        status = pod.setdefault("status", {})
+        if tracked.binding is not None:
+            status.update(tracked.binding)
+            pod.setdefault("spec", {})["nodeName"] = podspec.NODE_NAME
+        if tracked.state is not None:
+            podstatus.apply_state(status, tracked.state, now_timestamp())
+        if json.dumps([pod.get("status"), pod["spec"].get("nodeName")], sort_keys=True) != before:
+            self._write(pod)  # no write when nothing a client could see changed
+        tracked.binding = None
 
     @staticmethod
     def _never_started(tracked: Tracked) -> bool:
@@ -477,7 +572,7 @@ class NodeAgent:
         if self._stop_orphans(tracked):
             return  # decided once its processes are gone: never Failed while one still runs
         tracked.done = True
-        self.capacity.release(tracked.uid)
+        self._release(tracked.uid)
         pod = self.store.get(PODS.key, tracked.namespace, tracked.name)
         if pod is None or pod["metadata"].get("uid") != tracked.uid:
             return
@@ -489,13 +584,21 @@ class NodeAgent:
             tracked.name,
             tracked.directory / "supervisor.log",
         )
-        self._lost(pod, stopped=tracked.orphans_deadline is not None)
+        tracked.unwritten_since = None
+        self._lost(pod, stopped=tracked.orphans_deadline is not None, tracked=tracked)
+
+    def _release(self, uid: str) -> None:
+        """Give back what a pod held; pods waiting for room are tried again."""
+        if uid in self.capacity.held:
+            self.capacity.release(uid)
+            for key in self.waiting.values():
+                self.work.add(key)
 
     # -- stopping pods --------------------------------------------------------------------------
     def _terminate(self, tracked: Tracked) -> None:
         tracked.deleting = True
         (tracked.directory / "deleted").touch()
-        self.capacity.release(tracked.uid)
+        self._release(tracked.uid)
         if lifecycle.alive(tracked.directory):
             lifecycle.ask_to_stop(tracked.directory)
         elif not self._stop_orphans(tracked):
@@ -508,18 +611,25 @@ class NodeAgent:
         self.tracked.pop(tracked.uid, None)
         same_name = (
             any(t.namespace == tracked.namespace and t.name == tracked.name for t in self.tracked.values())
-            or (tracked.namespace, tracked.name) in self.waiting.values()
+            or tracked.key in self.waiting.values()
         )
         if not same_name:
             shutil.rmtree(self.ctx.home.logs / tracked.namespace / tracked.name, ignore_errors=True)
 
     # -- store helpers --------------------------------------------------------------------------
-    def _write(self, pod: dict[str, Any]) -> None:
+    def _write(self, pod: dict[str, Any], tracked: Tracked | None = None) -> None:
+        """Write the pod's status (and its binding: nodeName, or ``tracked``'s binding not yet
+        written) over the stored pod, if it is still the same pod."""
         with contextlib.suppress(NotFoundError):
             current = self.store.get(PODS.key, pod["metadata"]["namespace"], pod["metadata"]["name"])
             if current is None or current["metadata"].get("uid") != pod["metadata"].get("uid"):
                 return
-            current["status"] = pod.get("status") or {}
+            status = pod.get("status") or {}
+            if tracked is not None and tracked.binding is not None:
+                status = {**tracked.binding, **status}
+                pod.setdefault("spec", {})["nodeName"] = podspec.NODE_NAME
+                tracked.binding = None
+            current["status"] = status
             if pod.get("spec", {}).get("nodeName"):
                 current.setdefault("spec", {})["nodeName"] = pod["spec"]["nodeName"]
             self.store.update(PODS.key, current, check_rv=False)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 TERMINAL = ("Succeeded", "Failed")
+NEVER_RAN = ("StartError", "ContainerCannotRun")  # terminated reasons of a container that did not start
 Event = tuple[str, str, str]  # (type, reason, message)
 LOST_STOPPED = "the pod's supervisor ended unexpectedly; its containers were stopped"
 LOST_GONE = "the pod's processes were lost (no supervisor state under the data directory)"
@@ -58,12 +59,15 @@ def apply_state(status: dict[str, Any], state: dict[str, Any], now: str) -> None
 
 
 def container_events(state: dict[str, Any], seen: Seen, pod: str, namespace: str, uid: str) -> list[Event]:
-    """``Started`` once per container start and ``BackOff`` once per crash-loop wait."""
+    """``Started`` once per container start and ``BackOff`` once per crash-loop wait. A start is
+    announced even when the state read next shows the container already ended (the agent reads the
+    latest state only, so a short-lived container may never be seen running)."""
     events: list[Event] = []
     for c in (state.get("initContainerStatuses") or []) + (state.get("containerStatuses") or []):
         name, restarts, current = c["name"], int(c.get("restartCount", 0)), c.get("state") or {}
-        if "running" in current and seen.started.get(name, -1) < restarts:
-            seen.started[name] = restarts
+        run = last_started_run(c)
+        if run is not None and seen.started.get(name, -1) < run:
+            seen.started[name] = run
             events.append(("Normal", "Started", f"Started container {name}"))
         waiting = current.get("waiting") or {}
         if waiting.get("reason") == "CrashLoopBackOff" and (name, restarts) not in seen.backoff:
@@ -76,6 +80,23 @@ def container_events(state: dict[str, Any], seen: Seen, pod: str, namespace: str
                 )
             )
     return events
+
+
+def last_started_run(container: dict[str, Any]) -> int | None:
+    """The last run (its restart count) of a container status known to have started: the running
+    or ended one, or the one before a crash-loop wait; None when none started (a start error)."""
+    restarts, current = int(container.get("restartCount", 0)), container.get("state") or {}
+    if "running" in current:
+        return restarts
+    if _ran(current.get("terminated") or None):
+        return restarts
+    if _ran((container.get("lastState") or {}).get("terminated") or None):
+        return restarts - 1
+    return None
+
+
+def _ran(terminated: dict[str, Any] | None) -> bool:
+    return terminated is not None and terminated.get("reason") not in NEVER_RAN
 
 
 def cannot_start(status: dict[str, Any], containers: list[dict[str, Any]], reason: str, message: str) -> Event:
