@@ -44,22 +44,20 @@ def _q(value: Any) -> str:
 
 
 def subdomain(path: str, value: Any) -> Issues:
-    if not isinstance(value, str) or not value:
-        return [(path, "Required value")]
-    if len(value) > 253:
-        return [(path, "Too long: may not be more than 253 bytes")]
-    if not re.fullmatch(DNS1123_SUBDOMAIN, value):
-        return [(path, f"Invalid value: {_q(value)}: {_SUBDOMAIN_MESSAGE}")]
-    return []
+    return _dns_name(path, value, 253, DNS1123_SUBDOMAIN, _SUBDOMAIN_MESSAGE)
 
 
 def dns_label(path: str, value: Any) -> Issues:
+    return _dns_name(path, value, 63, DNS1123_LABEL, _LABEL_MESSAGE)
+
+
+def _dns_name(path: str, value: Any, limit: int, pattern: str, message: str) -> Issues:
     if not isinstance(value, str) or not value:
         return [(path, "Required value")]
-    if len(value) > 63:
-        return [(path, "Too long: may not be more than 63 bytes")]
-    if not re.fullmatch(DNS1123_LABEL, value):
-        return [(path, f"Invalid value: {_q(value)}: {_LABEL_MESSAGE}")]
+    if len(value) > limit:
+        return [(path, f"Too long: may not be more than {limit} bytes")]
+    if not re.fullmatch(pattern, value):
+        return [(path, f"Invalid value: {_q(value)}: {message}")]
     return []
 
 
@@ -87,19 +85,7 @@ def metadata(rt: ResourceType, meta: dict[str, Any]) -> Issues:
         issues += dns_label("metadata.name", name)
     else:
         issues += subdomain("metadata.name", name)
-    for key, value in (meta.get("labels") or {}).items():
-        issues += qualified_name("metadata.labels", key)
-        value = value or ""
-        if len(value) > 63 or not re.fullmatch(LABEL_VALUE, value):
-            issues.append(
-                (
-                    "metadata.labels",
-                    f"Invalid value: {_q(value)}: a valid label must be an empty string or consist of alphanumeric "
-                    "characters, '-', '_' or '.', and must start and end with an alphanumeric character, at most 63 "
-                    f"characters (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is "
-                    f"'{LABEL_VALUE}')",
-                )
-            )
+    issues += metadata_labels(meta)
     annotations = meta.get("annotations") or {}
     for key in annotations:
         issues += qualified_name("metadata.annotations", key.lower())
@@ -338,8 +324,10 @@ def metadata_labels(meta: dict[str, Any]) -> Issues:
             issues.append(
                 (
                     "metadata.labels",
-                    f"Invalid value: {_q(value)}: a valid label must be an empty string or "
-                    "consist of alphanumeric characters, '-', '_' or '.', at most 63 characters",
+                    f"Invalid value: {_q(value)}: a valid label must be an empty string or consist of alphanumeric "
+                    "characters, '-', '_' or '.', and must start and end with an alphanumeric character, at most 63 "
+                    f"characters (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is "
+                    f"'{LABEL_VALUE}')",
                 )
             )
     return issues
