@@ -14,9 +14,7 @@ TrainJob within 1.05x). Not part of the test suite.
 from __future__ import annotations
 
 import argparse
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -27,43 +25,9 @@ from kubernetes import client, config
 
 from airflow_provider_training.embedded import start, stop
 
-PY = sys.executable
-REPO = Path(__file__).resolve().parents[1]
-TRAIN = REPO / "dags" / "code" / "train.py"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def plain_torchrun(epochs: int, out: Path) -> float:
-    port = free_port()
-    t0 = time.perf_counter()
-    launchers = [
-        subprocess.Popen(
-            [
-                PY,
-                "-m",
-                "torch.distributed.run",
-                "--nproc_per_node=1",
-                "--nnodes=2",
-                f"--node_rank={rank}",
-                "--master_addr=127.0.0.1",
-                f"--master_port={port}",
-                str(TRAIN),
-                f"--epochs={epochs}",
-                f"--output={out}",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        for rank in range(2)
-    ]
-    codes = [launcher.wait() for launcher in launchers]
-    assert codes == [0, 0], f"torchrun exited with {codes}"
-    return time.perf_counter() - t0
+sys.path.insert(0, str(Path(__file__).parent))
+import _torchrun
+from _torchrun import TRAIN
 
 
 def wait_condition(get: Any, condition: str, timeout: float = 900) -> None:
@@ -79,19 +43,7 @@ def wait_condition(get: Any, condition: str, timeout: float = 900) -> None:
 
 
 def pytorchjob(custom: Any, name: str, epochs: int, out: Path) -> float:
-    cmd = [
-        PY,
-        "-m",
-        "torch.distributed.run",
-        "--nproc_per_node=1",
-        "--nnodes=$(WORLD_SIZE)",
-        "--node_rank=$(RANK)",
-        "--master_addr=$(MASTER_ADDR)",
-        "--master_port=$(MASTER_PORT)",
-        str(TRAIN),
-        f"--epochs={epochs}",
-        f"--output={out}",
-    ]
+    cmd = _torchrun.in_job(epochs, out)
     replica = {
         "replicas": 1,
         "restartPolicy": "OnFailure",
@@ -148,7 +100,7 @@ def main() -> None:
         times: dict[str, list[float]] = {"torchrun": [], "PyTorchJob": [], "TrainJob": []}
         for i in range(args.rounds):  # interleaved, so load changes hit all three alike
             out = Path(tempfile.mkdtemp())
-            times["torchrun"].append(plain_torchrun(args.epochs, out))
+            times["torchrun"].append(_torchrun.directly(2, args.epochs, out))
             times["PyTorchJob"].append(pytorchjob(custom, f"pj-{i}", args.epochs, out))
             times["TrainJob"].append(trainjob(custom, f"tj-{i}", args.epochs, out))
         base = statistics.median(times["torchrun"])
