@@ -18,6 +18,7 @@ import json
 import os
 import socket
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 from airflow_provider_training.embedded.paths import Home
@@ -50,6 +51,8 @@ class Network:
         self.path = path
         self.routable = loopback_routable() if routable is None else routable
         self._lock = threading.Lock()
+        self._batching = 0
+        self._unsaved = False
         self.hosts: dict[str, str] = {}
         self.ports: dict[str, int] = {}
         with contextlib.suppress(OSError, ValueError):
@@ -57,7 +60,25 @@ class Network:
             self.hosts = {str(k): str(v) for k, v in data.get("hosts", {}).items()}
             self.ports = {str(k): int(v) for k, v in data.get("ports", {}).items()}
 
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Allocations made inside are persisted once, when the outermost batch ends."""
+        with self._lock:
+            self._batching += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._batching -= 1
+                if not self._batching and self._unsaved:
+                    self._save()
+
     def _save(self) -> None:
+        """(called with the lock held)"""
+        if self._batching:
+            self._unsaved = True
+            return
+        self._unsaved = False
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps({"hosts": self.hosts, "ports": self.ports}))
         os.replace(tmp, self.path)

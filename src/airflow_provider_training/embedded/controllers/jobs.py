@@ -37,6 +37,7 @@ from airflow_provider_training.frameworks.base import (
     DeletePod,
     DeleteService,
     FrameworkPlugin,
+    PodAction,
 )
 from airflow_provider_training.specs import with_defaults
 from airflow_provider_training.specs.annotations import WORKING_DIR_ANNOTATION
@@ -201,20 +202,25 @@ class Pass:
         services = (
             {s["metadata"]["name"]: s for s in self.c.job_services(self.p, self.job)} if self.p.has_services else {}
         )
-        for action in self.p.plan_pods(self.job, self.states, services, self.c.addressing):
-            if isinstance(action, CreatePod):
-                self.create_pod(action.rtype, action.index)
-            elif isinstance(action, DeletePod):
-                self.delete_pods([action.name])
-            elif isinstance(action, CreateService):
-                service = objects.build_service(self.p, self.job, action.rtype, action.index)
-                if service is not None:
-                    name = service["metadata"]["name"]
-                    self.create(SERVICES, dict(service), "SuccessfulCreateService", f"Created service: {name}")
-            elif isinstance(action, DeleteService):
-                self.delete(SERVICES, action.name, "SuccessfulDeleteService", f"Deleted service: {action.name}")
-            else:
-                self.apply_config_map(dict(action.config_map))
+        with self.c.addressing.network.batch():  # the pass's allocations persisted once
+            for action in self.p.plan_pods(self.job, self.states, services, self.c.addressing):
+                self.carry_out(action)
+
+    def carry_out(self, action: PodAction) -> None:
+        """One step of the plan."""
+        if isinstance(action, CreatePod):
+            self.create_pod(action.rtype, action.index)
+        elif isinstance(action, DeletePod):
+            self.delete_pods([action.name])
+        elif isinstance(action, CreateService):
+            service = objects.build_service(self.p, self.job, action.rtype, action.index)
+            if service is not None:
+                name = service["metadata"]["name"]
+                self.create(SERVICES, dict(service), "SuccessfulCreateService", f"Created service: {name}")
+        elif isinstance(action, DeleteService):
+            self.delete(SERVICES, action.name, "SuccessfulDeleteService", f"Deleted service: {action.name}")
+        else:
+            self.apply_config_map(dict(action.config_map))
 
     def apply_config_map(self, config: dict[str, Any]) -> None:
         current = self.store.get(CONFIGMAPS.key, self.job.namespace, config["metadata"]["name"])

@@ -382,6 +382,10 @@ class NodeAgent:
             for pod in pods:
                 self._unschedulable(pod, decision.message)
             return
+        with self.network.batch():  # the group's addresses persisted once, before any of them runs
+            for pod in pods:
+                self.network.pod_address(pod["metadata"]["namespace"], pod["metadata"]["name"])
+        started_pods = []
         for pod in pods:
             uid = pod["metadata"]["uid"]
             if decision.warning_reason:
@@ -394,8 +398,20 @@ class NodeAgent:
                 shutil.rmtree(self.node_dir / "pods" / uid, ignore_errors=True)
                 self._cannot_start(pod, podspec.PodConfigError("CreateContainerConfigError", _describe(exc)))
                 started = False
-            if not started:
+            if started:
+                started_pods.append(pod)
+            else:
                 self.capacity.release(uid)
+        # the scheduler's events once every process of the group is on its way
+        for pod in started_pods:
+            meta = pod["metadata"]
+            self._event(
+                pod,
+                "Normal",
+                "Scheduled",
+                f"Successfully assigned {meta['namespace']}/{meta['name']} to {podspec.NODE_NAME}",
+                component="default-scheduler",
+            )
 
     def _unschedulable(self, pod: dict[str, Any], message: str) -> None:
         uid = pod["metadata"]["uid"]
@@ -435,13 +451,6 @@ class NodeAgent:
         tracked.binding = self._binding(pod, pod_ip, now_timestamp())
         tracked.unwritten_since = tracked.started
         self.tracked[uid] = tracked
-        self._event(
-            pod,
-            "Normal",
-            "Scheduled",
-            f"Successfully assigned {namespace}/{name} to {podspec.NODE_NAME}",
-            component="default-scheduler",
-        )
         # The binding is written with the first state the supervisor reports, or alone once the
         # report window has passed without one (the pod's reconcile comes back then).
         self.work.add_after(tracked.key, self.window)

@@ -1,0 +1,37 @@
+"""The pods' address and port allocator: allocations survive a restart (read back from the file),
+never collide, and a batch of them is written once, when the batch ends."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from airflow_provider_training.embedded.network import Network
+
+
+def test_allocations_are_kept_distinct_and_read_back_after_a_restart(tmp_path: Path) -> None:
+    path = tmp_path / "network.json"
+    network = Network(path, routable=True)
+    a, b = network.pod_address("ns", "a"), network.pod_address("ns", "b")
+    port = network.port("ns", "a", "pytorchjob-port")
+    assert a != b and network.pod_address("ns", "a") == a
+    again = Network(path, routable=True)
+    assert (again.pod_address("ns", "a"), again.pod_address("ns", "b"), again.port("ns", "a", "pytorchjob-port")) == (
+        a,
+        b,
+        port,
+    )
+    assert again.pod_address("ns", "c") not in (a, b)
+
+
+def test_a_batch_of_allocations_is_written_once_at_its_end(tmp_path: Path) -> None:
+    path = tmp_path / "network.json"
+    network = Network(path, routable=True)
+    with network.batch():
+        with network.batch():
+            first = network.pod_address("ns", "a")
+        network.pod_address("ns", "b")
+        assert not path.exists()  # nothing written while the outer batch lasts
+    assert json.loads(path.read_text())["hosts"] == {"ns/a": first, "ns/b": network.pod_address("ns", "b")}
+    network.release_pod("ns", "a")
+    assert "ns/a" not in json.loads(path.read_text())["hosts"]
