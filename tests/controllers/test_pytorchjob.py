@@ -242,7 +242,11 @@ def test_deleting_a_running_job_stops_its_processes_and_keeps_pvc_data(jobs: Job
     jobs.create(job("PyTorchJob", "victim", {"Master": replica(code, **pvc)}))
     wait_for(lambda: jobs.pods("victim") and "written" in _safe_logs(jobs, "victim-master-0"), 15, "the write")
     # the node reports the running container a moment after it started (as a kubelet's status sync)
-    wait_for(lambda: jobs.pods("victim")[0].status.container_statuses, 10, "the running container in the status")
+    wait_for(
+        lambda: any(c.container_id for c in jobs.pods("victim")[0].status.container_statuses or []),
+        10,
+        "the running container in the status",
+    )
     pid = int(jobs.pods("victim")[0].status.container_statuses[0].container_id.split("//")[1])
     jobs.delete("PyTorchJob", "victim")
     wait_for(lambda: not _alive(pid), 10, "the replica process to end")
