@@ -9,7 +9,13 @@ daemon. Supervisors ping
 (phase, container states, restart counts, exit codes). When the daemon starts again it adopts the
 supervisors it finds under ``node/pods/<uid>/`` whose pods still exist and stops the others.
 
-This module is the loop and its store reads and writes; ``lifecycle`` starts, stops and checks
+The agent is a controller of the runtime (``runtime.run``): pods are its keys (``For``), ConfigMap
+and Secret events wake the pods waiting for them (``Watches``), and the supervisors' notifications
+and a resync timer add keys to the same work queue, so a burst of changes of one pod is one pass.
+A pass writes the pod's latest status, as a kubelet's status manager does: the binding with the
+first write, a final phase at once, anything else after ``AIRFLOW_TRAINING_POD_STATUS_BATCH``.
+
+This module is the reconcile and its store reads and writes; ``lifecycle`` starts, stops and checks
 supervisors (and what a dead one left running), ``podstatus`` computes status and events from a
 supervisor's state without I/O, and ``podspec`` turns a Pod into what its supervisor runs. Each
 per-pod step is isolated: one pod's failure is that pod's status and events, never the node's.
