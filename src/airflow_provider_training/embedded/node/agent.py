@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import json
 import logging
 import os
@@ -294,23 +295,24 @@ class NodeAgent:
     # -- reconcile ------------------------------------------------------------------------------
     def reconcile(self, key: Key) -> float | None:
         """One pod: stop what its deletion left, report its supervisor's state, or start it."""
-        pod = self.store.get(PODS.key, key.namespace, key.name)
-        uid = pod["metadata"].get("uid", "") if pod is not None else ""
+        same_name = [t for t in self.tracked.values() if (t.namespace, t.name) == (key.namespace, key.name)]
         wake: list[float] = []
-        for tracked in [t for t in self.tracked.values() if (t.namespace, t.name) == (key.namespace, key.name)]:
+        for tracked in same_name:
             if tracked.deleting:
                 if not lifecycle.alive(tracked.directory) and not self._stop_orphans(tracked):
                     self._forget(tracked)
-            elif tracked.uid != uid:
-                self._terminate(tracked)  # replaced under the same name while its deletion was missed
             else:
+                # (a pod this node runs is not read here: its deletion arrives as an event first,
+                # and the status write reads it)
                 delay = self._sync(tracked)
                 if delay is not None:
                     wake.append(delay)
-        if pod is not None and uid not in self.tracked:
-            delay = self._consider(pod)
-            if delay is not None:
-                wake.append(delay)
+        if not any(not t.deleting for t in same_name):
+            pod = self.store.get(PODS.key, key.namespace, key.name)
+            if pod is not None and pod["metadata"].get("uid", "") not in self.tracked:
+                delay = self._consider(pod)
+                if delay is not None:
+                    wake.append(delay)
         return min(wake) if wake else None
 
     def _consider(self, pod: dict[str, Any]) -> float | None:
@@ -556,17 +558,22 @@ class NodeAgent:
         tracked.unwritten_since = None
         pod = self.store.get(PODS.key, tracked.namespace, tracked.name)
         if pod is None or pod["metadata"].get("uid") != tracked.uid:
+            if not tracked.deleting:
+                self._terminate(tracked)  # deleted (or replaced) while no event told this node
             return
-        before = json.dumps([pod.get("status"), (pod.get("spec") or {}).get("nodeName")], sort_keys=True)
+        spec = pod.setdefault("spec", {})
+        before = (copy.deepcopy(pod.get("status")), spec.get("nodeName"))
         status = pod.setdefault("status", {})
         if tracked.binding is not None:
             status.update(tracked.binding)
-            pod.setdefault("spec", {})["nodeName"] = podspec.NODE_NAME
+            spec["nodeName"] = podspec.NODE_NAME
         if tracked.state is not None:
             podstatus.apply_state(status, tracked.state, now_timestamp())
-        if json.dumps([pod.get("status"), pod["spec"].get("nodeName")], sort_keys=True) != before:
-            self._write(pod)  # no write when nothing a client could see changed
         tracked.binding = None
+        if (status, spec.get("nodeName")) == before:
+            return  # no write when nothing a client could see changed
+        with contextlib.suppress(NotFoundError):  # (just read: the stored pod with a new status)
+            self.store.update(PODS.key, pod, check_rv=False)
 
     @staticmethod
     def _never_started(tracked: Tracked) -> bool:
