@@ -109,7 +109,12 @@ async def watch(request: Request, ctx: ServerContext, target: Target) -> Respons
                     return
                 wait = min(deadline, next_bookmark) - now if bookmarks else deadline - now
                 try:
-                    event = await asyncio.wait_for(queue.get(), timeout=max(wait, 0.001))
+                    # what is already queued is taken at once (wait_for costs a task per call)
+                    event = (
+                        queue.get_nowait()
+                        if not queue.empty()
+                        else await asyncio.wait_for(queue.get(), max(wait, 0.001))
+                    )
                 except asyncio.TimeoutError:
                     if bookmarks and time.monotonic() >= next_bookmark:
                         yield line("BOOKMARK", _bookmark(rt.kind, rt.api_version, last_rv))
