@@ -42,6 +42,7 @@ from airflow_provider_training.embedded.runtime import ControllerContext, For, O
 from airflow_provider_training.embedded.runtimes import trainer_initializer
 from airflow_provider_training.embedded.store import AlreadyExistsError, ConflictError, Store, WatchEvent
 from airflow_provider_training.embedded.trainerruntimes import stored_runtime
+from airflow_provider_training.frameworks.mpi import LOCAL_PROCESS_ENV
 from airflow_provider_training.frameworks.trainer import BuildError, build, new_ssh_key
 from airflow_provider_training.frameworks.trainer.status import finished, reconcile_status, set_condition
 from airflow_provider_training.specs.annotations import WORKING_DIR_ANNOTATION
@@ -59,16 +60,10 @@ ADDRESS_ENVS = (c.JAX_ENV_COORDINATOR_ADDRESS,)
 CREATION_FAILED = "TrainJobResourcesCreationFailed"
 # Embedded only: an initializer this node cannot run (hf://, s3://) fails the TrainJob at once.
 INITIALIZER_NOT_SUPPORTED = "InitializerNotSupported"
-# OpenMPI as root on one machine, over loopback only (the node's v1 MPIJob settings), plus the rsh
-# agent below; the plugin's plm_rsh_args (ssh options) are skipped by that agent.
-MPI_ENV = {
-    "OMPI_ALLOW_RUN_AS_ROOT": "1",
-    "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-    "OMPI_MCA_oob_tcp_if_include": "lo",
-    "OMPI_MCA_btl_tcp_if_include": "lo",
-    "OMPI_MCA_btl": "self,tcp",
-    "OMPI_MCA_plm_rsh_no_tree_spawn": "1",
-}
+# OpenMPI as root on one machine, over loopback only (the v1 MPIJob's node settings; the runtime's
+# plugin sets keep_fqdn itself), plus the rsh agent below; the plugin's plm_rsh_args (ssh options)
+# are skipped by that agent.
+MPI_ENV = {k: v for k, v in LOCAL_PROCESS_ENV.items() if k != c.OPENMPI_ENV_KEEP_FQDN}
 MPI_NAMESPACE_ENV = "TRAINJOB_NAMESPACE"
 # The node's stdlib-only exec entry point, by path (controllers do not import the node package).
 NODE_ENTRY = Path(__file__).resolve().parents[1] / "node" / "entry.py"
