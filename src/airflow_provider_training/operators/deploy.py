@@ -42,7 +42,6 @@ from airflow_provider_training.client.inferenceservice import (
 from airflow_provider_training.client.sync import TrainingJobClient
 from airflow_provider_training.triggers.deploy import KILL_ACTIONS, InferenceServiceTrigger, embedded_home
 
-GROUP, VERSION, PLURAL = "serving.kserve.io", "v1beta1", "inferenceservices"
 ISVC_LABEL = "serving.kserve.io/inferenceservice"
 LOG_CONTAINERS = ("storage-initializer", "kserve-container")
 
@@ -223,17 +222,9 @@ class InferenceServiceOperator(BaseOperator):
     # -- applying ----------------------------------------------------------------------------------
     def apply_secret(self, client: TrainingJobClient) -> None:
         """Write the registry connection's credentials into ``storage_secret_name`` (if a connection is set)."""
-        from kubernetes.client.rest import ApiException
-
         secret = self._secret()
-        if secret is None:
-            return
-        try:
-            client.core.create_namespaced_secret(self.namespace, secret)
-        except ApiException as exc:
-            if exc.status != 409:
-                raise
-            client.core.replace_namespaced_secret(self.storage_secret_name, self.namespace, secret)
+        if secret is not None:
+            client.apply_secret(secret)
 
     def apply(self, client: TrainingJobClient, body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
         """Create or update; returns the stored object and the previous spec (None when created)."""
@@ -248,10 +239,7 @@ class InferenceServiceOperator(BaseOperator):
         annotations.update(body["metadata"].get("annotations") or {})
         current["metadata"].setdefault("labels", {}).update(body["metadata"].get("labels") or {})
         self.log.info("Updating InferenceService %s/%s to serve %s", self.namespace, self.name, self.storage_uri)
-        updated: dict[str, Any] = client.custom.replace_namespaced_custom_object(
-            GROUP, VERSION, self.namespace, PLURAL, self.name, current
-        )
-        return updated, previous
+        return client.replace(current), previous
 
     def verify_signature(self, context: Any) -> None:
         """Check the ModelKit's cosign signature (and layers, provenance) before anything is applied;
@@ -432,7 +420,7 @@ class InferenceServiceOperator(BaseOperator):
         current = client.get(KIND, self.name, self.namespace)
         current["spec"] = previous.get("spec") or {}
         current["metadata"]["annotations"] = previous.get("annotations") or {}
-        client.custom.replace_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL, self.name, current)
+        client.replace(current)
         return f"rolled InferenceService {self.namespace}/{self.name} back to its previous spec"
 
     def on_kill(self) -> None:
