@@ -30,7 +30,7 @@ import yaml
 from airflow.sdk import BaseOperator, conf
 from airflow.sdk.exceptions import AirflowException
 
-from airflow_provider_training.client.errors import JobDeleted, WaitTimeout
+from airflow_provider_training.client.errors import ApiError, JobDeleted, WaitTimeout, translate
 from airflow_provider_training.client.inferenceservice import (
     KIND,
     RolloutState,
@@ -171,7 +171,7 @@ class InferenceServiceOperator(BaseOperator):
         self.signing_conn_id = signing_conn_id
         self.require_provenance = require_provenance
         self.verify_layers = verify_layers
-        self._applied: tuple[str, str, str, dict[str, Any] | None] | None = None
+        self._applied: tuple[str, dict[str, Any] | None] | None = None  # (uid, previous spec) for on_kill
 
     # -- building ----------------------------------------------------------------------------------
     def _base(self) -> dict[str, Any] | None:
@@ -274,7 +274,7 @@ class InferenceServiceOperator(BaseOperator):
         obj, previous = self.apply(client, body)
         meta = obj["metadata"]
         uid, generation = meta["uid"], int(meta.get("generation") or 1)
-        self._applied = (self.name, self.namespace, uid, previous)
+        self._applied = (uid, previous)
         ti = context["ti"]
         ti.xcom_push(key="inference_service_name", value=self.name)
         ti.xcom_push(key="inference_service_namespace", value=self.namespace)
@@ -376,8 +376,9 @@ class InferenceServiceOperator(BaseOperator):
     def log_tail(self, client: TrainingJobClient, revision: str | None = None) -> str:
         """The newest predictor pod's container logs (last ``log_tail_lines`` each)."""
         try:
-            response = client.core.list_namespaced_pod(self.namespace, label_selector=f"{ISVC_LABEL}={self.name}")
-        except Exception as exc:  # the failure message matters more than the tail
+            with translate():
+                response = client.core.list_namespaced_pod(self.namespace, label_selector=f"{ISVC_LABEL}={self.name}")
+        except ApiError as exc:  # the failure message matters more than the tail
             return f"(could not list the predictor pods: {exc})"
         pods = sorted(response.items, key=lambda p: p.metadata.creation_timestamp or 0)
         if revision:
@@ -392,7 +393,7 @@ class InferenceServiceOperator(BaseOperator):
                 text = client.read_log(
                     pod.metadata.name, self.namespace, container=container, tail_lines=self.log_tail_lines
                 )
-            except Exception:
+            except ApiError:  # a container that never started has no log
                 continue
             if text.strip():
                 parts.append(f"--- {pod.metadata.name} [{container}] ---\n{text.rstrip()}")
@@ -426,6 +427,6 @@ class InferenceServiceOperator(BaseOperator):
     def on_kill(self) -> None:
         if self._applied is None or self.on_kill_action == "keep":
             return
-        _, _, uid, previous = self._applied
+        uid, previous = self._applied
         client = TrainingJobClient(api_client(self.kubernetes_conn_id))
         self.log.info("%s", self._undo(client, uid, previous, self.on_kill_action))

@@ -153,8 +153,8 @@ class PackagingJobRunner:
         pod = str(newest["metadata"]["name"])
         try:
             text = self.client.read_log(pod, self.job.namespace, container=packagejob.CONTAINER, tail_lines=tail_lines)
-        except Exception as exc:  # the failure report must not fail on a missing log
-            return pod, f"(log not available: {getattr(exc, 'reason', exc)})"
+        except ApiError as exc:  # the failure report must not fail on a missing log
+            return pod, f"(log not available: {exc.reason or exc})"
         return pod, self.redact(text)
 
     @staticmethod
