@@ -22,6 +22,9 @@ os.environ.setdefault("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", f"sqlite:///{_home 
 # Keep user state out of tests: the embedded control plane and ModelKit store live under tmp.
 os.environ.setdefault("AIRFLOW_TRAINING_HOME", str(_home / "training"))
 os.environ.setdefault("KITOPS_HOME", str(_home / "kitops"))
+# dag.test() runs triggers in its own process: no scheduler, so none of the race the settle time
+# guards against (triggers/settle.py); the deployment tier keeps the default.
+os.environ.setdefault("AIRFLOW__TRAINING__DEFER_SETTLE_SECONDS", "0")
 
 pytest_plugins = sorted(
     f"tests.fixtures.{path.stem}"

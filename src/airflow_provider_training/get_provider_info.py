@@ -176,6 +176,18 @@ def get_provider_info() -> dict[str, Any]:
                         "example": "/var/lib/airflow-training",
                         "default": "",
                     },
+                    "defer_settle_seconds": {
+                        "description": (
+                            "A deferred task's trigger holds its event until this many seconds after "
+                            "the task deferred: Airflow 3.3 can fail a task whose trigger fires before "
+                            "the scheduler has seen the deferring worker exit (apache/airflow#66374). "
+                            "Only jobs and rollouts that end within this time are delayed."
+                        ),
+                        "version_added": "0.1.0",
+                        "type": "float",
+                        "example": "10",
+                        "default": "10",
+                    },
                     "kit_binary": {
                         "description": (
                             "The `kit` executable used by ModelKit operators with engine='kit'. Empty "

@@ -145,3 +145,39 @@ def test_sensor_fails_with_the_reason_or_skips_with_soft_fail(
         "sense_soft_deferred",
     )
     assert dr.get_task_instance("wait").state == "skipped"
+
+
+def test_a_job_that_ends_right_after_the_deferral_is_reported_after_the_settle_time(
+    embedded_default: Any, job_driver: Any, test_namespace: str, monkeypatch: Any
+) -> None:
+    """The guard against Airflow's deferral race (apache/airflow#66374): the event waits until
+    ``[training] defer_settle_seconds`` after the deferral, and that moment survives serialization."""
+    import time
+
+    from airflow_provider_training.hooks.training import TrainingHook
+
+    client = TrainingHook().get_client()
+    uid = client.create(job(name="quick"), namespace=test_namespace)["metadata"]["uid"]
+    job_driver.start("PyTorchJob", "quick", test_namespace)
+    job_driver.succeed("PyTorchJob", "quick", test_namespace)
+
+    monkeypatch.setenv("AIRFLOW__TRAINING__DEFER_SETTLE_SECONDS", "2")
+    deferred_at = time.time()
+    created = TrainingJobTrigger("PyTorchJob", "quick", test_namespace, uid, **TrainingHook().trigger_connection())
+    monkeypatch.setenv("AIRFLOW__TRAINING__DEFER_SETTLE_SECONDS", "0")
+    # as the triggerer builds it from the stored kwargs (its own config does not matter)
+    trigger = TrainingJobTrigger(**created.serialize()[1])
+    assert trigger.not_before >= deferred_at + 2
+
+    async def first_event() -> tuple[dict[str, Any], float]:
+        async for event in trigger.run():
+            return event.payload, time.time()
+        raise AssertionError("no event")
+
+    payload, fired_at = asyncio.run(first_event())
+    assert payload["status"] == "finished" and payload["job"]["state"] == "Succeeded"
+    assert fired_at >= deferred_at + 2
+
+    # a trigger of the previous version (no not_before stored) still resumes: settle from now
+    old = {k: v for k, v in created.serialize()[1].items() if k != "not_before"}
+    assert TrainingJobTrigger(**old).not_before <= time.time()

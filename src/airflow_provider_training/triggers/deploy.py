@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from airflow_provider_training.triggers import lazy
+from airflow_provider_training.triggers import lazy, settle
 
 if TYPE_CHECKING:
     from airflow_provider_training.client.aio import AsyncTrainingJobClient
@@ -94,6 +94,7 @@ class InferenceServiceTrigger(BaseTrigger):
         started: float | None = None,
         on_kill_action: str = "rollback",
         previous: dict[str, Any] | None = None,
+        not_before: float | None = None,
     ) -> None:
         super().__init__()
         self.name = name
@@ -106,6 +107,7 @@ class InferenceServiceTrigger(BaseTrigger):
         self.started = started if started is not None else time.time()
         self.on_kill_action = on_kill_action
         self.previous = previous
+        self.not_before = settle.not_before(not_before)
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -121,6 +123,7 @@ class InferenceServiceTrigger(BaseTrigger):
                 "started": self.started,
                 "on_kill_action": self.on_kill_action,
                 "previous": self.previous,
+                "not_before": self.not_before,
             },
         )
 
@@ -159,12 +162,13 @@ class InferenceServiceTrigger(BaseTrigger):
                     until=lambda o: rollout_state(o, self.generation).finished,
                 )
             except WaitTimeout as exc:
-                yield self._event("timeout", exc.last)
-                return
+                event = self._event("timeout", exc.last)
             except JobDeleted as exc:
-                yield self._event("deleted", None, message=str(exc))
-                return
-        yield self._event("ready" if rollout_state(obj, self.generation).ready else "failed", obj)
+                event = self._event("deleted", None, message=str(exc))
+            else:
+                event = self._event("ready" if rollout_state(obj, self.generation).ready else "failed", obj)
+        await settle.settle(self.not_before)
+        yield event
 
     async def on_kill(self) -> None:
         if self.on_kill_action == "keep":

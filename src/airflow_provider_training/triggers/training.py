@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from airflow_provider_training.triggers import lazy
+from airflow_provider_training.triggers import lazy, settle
 
 if TYPE_CHECKING:
     from airflow_provider_training.hooks.training import AsyncTrainingHook
@@ -52,6 +52,7 @@ class TrainingJobTrigger(BaseTrigger):
         watch_timeout: float = 240.0,
         deadline: float | None = None,
         on_kill_action: str = "keep",
+        not_before: float | None = None,
     ) -> None:
         super().__init__()
         if ref is not None:
@@ -67,6 +68,7 @@ class TrainingJobTrigger(BaseTrigger):
         self.watch_timeout = watch_timeout
         self.deadline = deadline
         self.on_kill_action = on_kill_action
+        self.not_before = settle.not_before(not_before)
         self._fired = False
 
     @property
@@ -92,6 +94,7 @@ class TrainingJobTrigger(BaseTrigger):
                 "watch_timeout": self.watch_timeout,
                 "deadline": self.deadline,
                 "on_kill_action": self.on_kill_action,
+                "not_before": self.not_before,
             },
         )
 
@@ -125,15 +128,15 @@ class TrainingJobTrigger(BaseTrigger):
             ) as jobs:
                 job = await jobs.wait(ref.kind, ref.name, ref.namespace, uid=ref.uid, timeout=timeout)
         except WaitTimeout as exc:
-            yield self._event("timeout", str(exc), exc.last)
-            return
+            event = self._event("timeout", str(exc), exc.last)
         except JobDeleted as exc:
-            yield self._event("deleted", str(exc))
-            return
+            event = self._event("deleted", str(exc))
         except Exception as exc:  # the task fails with the reason instead of hanging in deferral
-            yield self._event("error", f"{type(exc).__name__}: {exc}")
-            return
-        yield self._event("finished", "", job)
+            event = self._event("error", f"{type(exc).__name__}: {exc}")
+        else:
+            event = self._event("finished", "", job)
+        await settle.settle(self.not_before)
+        yield event
 
     async def on_kill(self) -> None:
         """A user killed the deferred task (mark failed/success, clear): apply ``on_kill_action``.

@@ -6,17 +6,21 @@ plugins of the ``airflow.plugins`` entry point load always. The entry point name
 :data:`entry_point_plugin`, which is the plugin class only when provider discovery is lazy (the
 default) and ``None`` otherwise — Airflow skips a ``None`` entry point silently, so the plugin is
 never registered twice (which Airflow would report as a plugin import error).
+
+Airflow also loads every plugin in each task's process (for plugin macros), where the cockpit's
+routes are never served. So this module stays light: the FastAPI app (FastAPI, the Kubernetes
+clients, Airflow's API security) is imported at the first request the api-server routes to it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 from pathlib import Path
 from typing import Any
 
+import anyio
 from airflow.plugins_manager import AirflowPlugin
-
-from airflow_provider_training.ui.app import app
 
 URL_PREFIX = "/training"
 BUNDLE = Path(__file__).parent / "static" / "cockpit.js"
@@ -40,9 +44,26 @@ def react_apps() -> list[dict[str, Any]]:
     ]
 
 
+class CockpitApp:
+    """The ASGI app mounted at ``/training``: imports ``ui.app`` once, off the event loop, at the
+    first request, then hands every request to it."""
+
+    def __init__(self) -> None:
+        self._app: Any = None
+        self._lock = anyio.Lock()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if self._app is None:
+            async with self._lock:
+                if self._app is None:
+                    module = await anyio.to_thread.run_sync(importlib.import_module, "airflow_provider_training.ui.app")
+                    self._app = module.app
+        await self._app(scope, receive, send)
+
+
 class TrainingCockpitPlugin(AirflowPlugin):
     name = "airflow-provider-training"
-    fastapi_apps = [{"app": app, "url_prefix": URL_PREFIX, "name": "Training cockpit"}]
+    fastapi_apps = [{"app": CockpitApp(), "url_prefix": URL_PREFIX, "name": "Training cockpit"}]
     react_apps = react_apps()
 
 
