@@ -33,7 +33,7 @@ class TrainingJobTrigger(BaseTrigger):
     ``name``, ``namespace``, ``uid``).
 
     The serialized kwargs keep the flat ``kind`` / ``name`` / ``namespace`` / ``uid`` of earlier
-    versions, so a trigger row written before an upgrade (or after a downgrade) resumes. The fields
+    versions, so a trigger row written before an upgrade resumes. The fields
     are held flat too and :attr:`ref` is built on use: ``ObjectRef`` lives in ``specs``, whose
     import (its pydantic models, ~40 ms) must not run on the triggerer's loop.
     """
