@@ -17,7 +17,7 @@ from airflow_provider_training.client import (
     job_state,
     summary,
 )
-from airflow_provider_training.client.errors import Conflict
+from airflow_provider_training.client.errors import BadRequest, Conflict, NotFound
 from tests.factories import simple_job as job
 from tests.fixtures.job_driver import JobDriver
 
@@ -85,6 +85,17 @@ def test_replace_refuses_a_stale_version_and_apply_secret_overwrites(
     job_client.apply_secret(secret("second"))  # the name is taken: the credentials are replaced
     stored = job_client.core.read_namespaced_secret("creds", test_namespace)
     assert base64.b64decode(stored.data["KIT_USER"]) == b"second"
+
+
+def test_typed_errors_for_a_missing_pod_and_a_container_it_lacks(
+    job_client: TrainingJobClient, test_namespace: str
+) -> None:
+    job_client.create(job(name="logs", script=SLEEP), namespace=test_namespace)
+    wait_for_pods(job_client, "logs", test_namespace, 1)
+    with pytest.raises(BadRequest, match="not valid"):  # what the cockpit shows as "not started yet"
+        job_client.read_log("logs-master-0", test_namespace, container="sidecar")
+    with pytest.raises(NotFound):
+        job_client.read_log("logs-master-9", test_namespace)
 
 
 def test_wait_returns_when_the_job_succeeds_and_costs_two_requests(

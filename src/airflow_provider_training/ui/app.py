@@ -24,6 +24,7 @@ from fastapi.staticfiles import StaticFiles
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from airflow_provider_training.client import AsyncTrainingJobClient
+from airflow_provider_training.client.errors import ApiError, BadRequest
 from airflow_provider_training.client.state import job_state
 from airflow_provider_training.ui import metrics, modelkit, task, views, watches
 from airflow_provider_training.ui.cluster import ClusterUnavailable, open_client
@@ -261,9 +262,7 @@ async def get_log(ref: JobRefDep, pod: str, tail: Annotated[int, Query(ge=0, le=
         container = views.replica_view(found, ref.kind)["container"]
         try:
             text = await client.read_log(pod, ref.namespace, container=container, tail_lines=tail)
-        except ApiException as exc:
-            if exc.status != 400:
-                raise
+        except BadRequest:
             text = ""  # not started yet
         previous = ""
         if views.replica_view(found, ref.kind)["restarts"]:
@@ -271,7 +270,7 @@ async def get_log(ref: JobRefDep, pod: str, tail: Annotated[int, Query(ge=0, le=
                 previous = await client.read_log(
                     pod, ref.namespace, container=container, tail_lines=tail, previous=True
                 )
-            except ApiException:
+            except ApiError:
                 previous = ""
     return {"pod": pod, "container": container, "lines": text.splitlines(), "previous": previous.splitlines()}
 
@@ -314,9 +313,7 @@ async def _metrics(client: AsyncTrainingJobClient, ref: task.JobRef, replica: st
         text = await client.read_log(
             pod["metadata"]["name"], ref.namespace, container=container, tail_lines=METRIC_LOG_LINES
         )
-    except ApiException as exc:
-        if exc.status != 400:
-            raise
+    except BadRequest:  # not started yet
         text = ""
     points = metrics.parse(text.splitlines())
     return {"replica": pod["metadata"]["name"], "names": metrics.names(points), "points": points}
