@@ -53,10 +53,16 @@ async def _unavailable(request: Request, exc: ClusterUnavailable) -> JSONRespons
     return JSONResponse({"detail": str(exc)}, status_code=503)
 
 
+def _cluster_error(exc: ApiException) -> str:
+    # The status and reason only: the body may echo request details, never credentials, but keep it short.
+    if not exc.status:  # the typed client's Transient for a refused or dropped connection
+        return f"the cluster did not answer: {exc.reason or 'no connection'}"
+    return f"the cluster answered {exc.status} {exc.reason or ''}".strip()
+
+
 @app.exception_handler(ApiException)
 async def _api_error(request: Request, exc: ApiException) -> JSONResponse:
-    # The status and reason only: the body may echo request details, never credentials, but keep it short.
-    return JSONResponse({"detail": f"the cluster answered {exc.status} {exc.reason or ''}".strip()}, status_code=502)
+    return JSONResponse({"detail": _cluster_error(exc)}, status_code=502)
 
 
 def _task_key(dag_id: str, run_id: str, task_id: str, map_index: int) -> task.TaskKey:
@@ -377,7 +383,7 @@ async def get_history(recent: Annotated[list[dict[str, Any]], Depends(_recent)])
         except ClusterUnavailable as exc:
             row["error"] = str(exc)
         except ApiException as exc:
-            row["error"] = f"the cluster answered {exc.status} {exc.reason or ''}".strip()
+            row["error"] = _cluster_error(exc)
         except OSError as exc:
             row["error"] = f"the cluster did not answer: {exc}"
         return row
