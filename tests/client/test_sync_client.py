@@ -3,6 +3,7 @@ Training Operator would write it (``job_driver``)."""
 
 from __future__ import annotations
 
+import base64
 import time
 from typing import Any
 
@@ -16,6 +17,7 @@ from airflow_provider_training.client import (
     job_state,
     summary,
 )
+from airflow_provider_training.client.errors import BadRequest, Conflict, NotFound
 from tests.factories import simple_job as job
 from tests.fixtures.job_driver import JobDriver
 
@@ -62,6 +64,38 @@ def test_delete_with_a_stale_uid_leaves_the_new_job_alone(job_client: TrainingJo
     new = job_client.create(job(name="same"), namespace=test_namespace)
     assert not job_client.delete("PyTorchJob", "same", test_namespace, uid=old["metadata"]["uid"])
     assert job_client.get("PyTorchJob", "same", test_namespace)["metadata"]["uid"] == new["metadata"]["uid"]
+
+
+def test_replace_refuses_a_stale_version_and_apply_secret_overwrites(
+    job_client: TrainingJobClient, test_namespace: str
+) -> None:
+    created = job_client.create(job(name="rv", labels={"v": "1"}), namespace=test_namespace)
+    current = job_client.get("PyTorchJob", "rv", test_namespace)
+    current["metadata"]["labels"]["v"] = "2"
+    job_client.replace(current)
+    with pytest.raises(Conflict):  # written over a version that is no longer current
+        job_client.replace(created)
+    assert job_client.get("PyTorchJob", "rv", test_namespace)["metadata"]["labels"]["v"] == "2"
+
+    def secret(user: str) -> dict[str, Any]:
+        meta = {"name": "creds", "namespace": test_namespace}
+        return {"apiVersion": "v1", "kind": "Secret", "metadata": meta, "stringData": {"KIT_USER": user}}
+
+    job_client.apply_secret(secret("first"))
+    job_client.apply_secret(secret("second"))  # the name is taken: the credentials are replaced
+    stored = job_client.core.read_namespaced_secret("creds", test_namespace)
+    assert base64.b64decode(stored.data["KIT_USER"]) == b"second"
+
+
+def test_typed_errors_for_a_missing_pod_and_a_container_it_lacks(
+    job_client: TrainingJobClient, test_namespace: str
+) -> None:
+    job_client.create(job(name="logs", script=SLEEP), namespace=test_namespace)
+    wait_for_pods(job_client, "logs", test_namespace, 1)
+    with pytest.raises(BadRequest, match="not valid"):  # what the cockpit shows as "not started yet"
+        job_client.read_log("logs-master-0", test_namespace, container="sidecar")
+    with pytest.raises(NotFound):
+        job_client.read_log("logs-master-9", test_namespace)
 
 
 def test_wait_returns_when_the_job_succeeds_and_costs_two_requests(

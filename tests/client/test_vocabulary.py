@@ -38,3 +38,23 @@ def test_the_client_and_the_api_server_share_one_resource_table() -> None:
     assert BY_KIND["Pod"].path("ml") == "/api/v1/namespaces/ml/pods"
     with pytest.raises(ValueError, match="the client handles"):
         resource_for("Pod")
+
+
+def test_no_code_tests_an_api_exception_status() -> None:
+    """Callers catch the typed errors (NotFound, Conflict, BadRequest …); only ``client/errors.py``
+    maps statuses to them."""
+    import re
+    from pathlib import Path
+
+    import airflow_provider_training
+
+    package = Path(airflow_provider_training.__file__).parent
+    pattern = re.compile(r"\b(exc|e|err|error)\.status\s*(==|!=|>=|<=|>|<|in\b|not in\b)")
+    found = [
+        f"{path.relative_to(package)}:{number}: {line.strip()}"
+        for path in sorted(package.rglob("*.py"))
+        if path.relative_to(package).as_posix() != "client/errors.py"
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if pattern.search(line)
+    ]
+    assert found == []

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -75,6 +76,24 @@ def test_create_configmap_service_from_the_command_line_and_label_annotate(kubec
     assert done.returncode == 1 and "AlreadyExists" in done.stderr
 
 
+def _read_until(process: subprocess.Popen[str], word: str, timeout: float) -> str:
+    """What ``process`` printed until a line with ``word`` (or ``timeout``); a thread reads, so a
+    silent process never blocks the test."""
+    assert process.stdout is not None
+    stream, lines, seen = process.stdout, [], threading.Event()
+
+    def read() -> None:
+        for line in stream:
+            lines.append(line)
+            if word in line:
+                seen.set()
+                return
+
+    threading.Thread(target=read, daemon=True).start()
+    seen.wait(timeout)
+    return "".join(lines)
+
+
 def test_get_watch_prints_columns_and_wide_shows_the_pod_ip(
     kubectl: Kubectl, kubectl_env: dict[str, str], test_namespace: str
 ) -> None:
@@ -100,9 +119,12 @@ def test_get_watch_prints_columns_and_wide_shows_the_pod_ip(
             "import time; time.sleep(2)",
         )
         kubectl("wait", "--for=jsonpath={.status.phase}=Succeeded", "pod/sleeper", timeout=60)
+        # `kubectl wait` and the watcher get the final event on separate watches: on a loaded
+        # machine the watcher may print it a moment later, so read until it has (or 30 s)
+        out = _read_until(watcher, "Completed", timeout=30)
     finally:
         os.killpg(watcher.pid, signal.SIGTERM)
-        out, _ = watcher.communicate(timeout=10)
+        watcher.wait(timeout=10)
     lines = [line.split() for line in out.splitlines() if line.strip()]
     assert lines[0] == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]  # the header, once
     assert all(line[0] == "sleeper" for line in lines[1:]) and len(lines) >= 3

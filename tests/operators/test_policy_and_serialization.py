@@ -9,6 +9,8 @@ from airflow_provider_training.client import ReplicaFailure
 from airflow_provider_training.links.training import job_url
 from airflow_provider_training.operators import identity, spec
 from airflow_provider_training.operators.replicas import failure_report, replica_filter
+from airflow_provider_training.operators.training import STATE_KEY, stored_ref
+from airflow_provider_training.specs.refs import ObjectRef
 from airflow_provider_training.triggers import TrainingJobTrigger
 from tests.factories import simple_job as job
 
@@ -175,6 +177,55 @@ def test_trigger_serializes_and_round_trips_without_leaking_credentials_in_repr(
 
     module, _, name = path.rpartition(".")
     assert getattr(importlib.import_module(module), name) is TrainingJobTrigger
+
+
+#: The kwargs of a TrainingJobTrigger as the version before ObjectRef (and before ``not_before``)
+#: serialized them.
+PREVIOUS_TRIGGER_KWARGS = {
+    "kind": "PyTorchJob",
+    "name": "mnist",
+    "namespace": "ml",
+    "uid": "uid-1",
+    "kubernetes_conn_id": None,
+    "connection_extras": None,
+    "poll_interval": 10.0,
+    "watch_timeout": 240.0,
+    "deadline": 1_900_000_000.0,
+    "on_kill_action": "delete",
+}
+
+
+def test_a_trigger_row_written_before_an_upgrade_resumes_and_new_rows_keep_its_shape() -> None:
+    """The triggerer rebuilds a trigger from its row's (encrypted) kwargs: a row of the previous
+    version must still load, and the job is still serialized flat, as it was."""
+    from airflow.models.trigger import Trigger
+    from airflow.sdk.module_loading import import_string
+
+    path = "airflow_provider_training.triggers.training.TrainingJobTrigger"
+    row = Trigger(classpath=path, kwargs=PREVIOUS_TRIGGER_KWARGS)
+    trigger = import_string(row.classpath)(**row.kwargs)
+    assert trigger.ref == ObjectRef("PyTorchJob", "ml", "mnist", "uid-1")
+    _, kwargs = trigger.serialize()
+    assert {k: v for k, v in kwargs.items() if k != "not_before"} == PREVIOUS_TRIGGER_KWARGS
+
+    ref = ObjectRef("PyTorchJob", "ml", "mnist", "uid-1")
+    built = TrainingJobTrigger(ref=ref, deadline=1_900_000_000.0, on_kill_action="delete", not_before=1.0)
+    assert built.serialize() == (path, {**PREVIOUS_TRIGGER_KWARGS, "not_before": 1.0})
+    with pytest.raises(ValueError, match="kind, name and namespace"):
+        TrainingJobTrigger(kind="PyTorchJob", name="mnist")
+
+
+def test_the_task_state_store_entry_of_an_earlier_try_is_read_back() -> None:
+    class Store(dict):
+        def set(self, key: str, value: object) -> None:
+            self[key] = value
+
+    entry = {"kind": "PyTorchJob", "name": "mnist", "namespace": "ml", "uid": "uid-1"}  # as earlier tries wrote it
+    assert stored_ref(Store({STATE_KEY: entry})) == ObjectRef("PyTorchJob", "ml", "mnist", "uid-1")
+    assert ObjectRef("PyTorchJob", "ml", "mnist", "uid-1").to_dict() == entry  # what this version writes
+    for junk in (None, "mnist", {"name": "mnist"}):
+        assert stored_ref(Store({STATE_KEY: junk})) is None
+    assert stored_ref(None) is None  # Airflow before 3.3: no store
 
 
 def test_job_links() -> None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
+
+from airflow_provider_training.cli.files import add_filename_option, source
 
 
 def register(subparsers: Any) -> None:
@@ -20,15 +21,7 @@ def register(subparsers: Any) -> None:
             "a document is not a valid v1 training job."
         ),
     )
-    parser.add_argument(
-        "-f",
-        "--filename",
-        dest="files",
-        action="append",
-        required=True,
-        metavar="FILE",
-        help="a YAML file (several documents allowed); repeat for more files, '-' for stdin",
-    )
+    add_filename_option(parser)
     parser.add_argument(
         "--check",
         action="store_true",
@@ -47,9 +40,7 @@ def run(args: argparse.Namespace) -> int:
     outputs: list[str] = []
     for name in args.files:
         try:
-            documents = read_documents(
-                sys.stdin.read() if name == "-" else Path(name), name="<stdin>" if name == "-" else None
-            )
+            documents = read_documents(source(name), name="<stdin>" if name == "-" else None)
         except JobSpecError as exc:
             print(str(exc), file=sys.stderr)
             failed += 1

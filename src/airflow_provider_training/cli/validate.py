@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
+
+from airflow_provider_training.cli.files import add_filename_option, source
 
 
 def register(subparsers: Any) -> None:
@@ -18,15 +19,7 @@ def register(subparsers: Any) -> None:
             "is invalid, 0 otherwise."
         ),
     )
-    parser.add_argument(
-        "-f",
-        "--filename",
-        dest="files",
-        action="append",
-        required=True,
-        metavar="FILE",
-        help="a YAML file (several documents allowed); repeat for more files, '-' for stdin",
-    )
+    add_filename_option(parser)
     parser.add_argument(
         "--strict",
         action="store_true",
@@ -40,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
 
     invalid = 0
     for name in args.files:
-        reports = validate(sys.stdin.read() if name == "-" else Path(name), strict=args.strict)
+        reports = validate(source(name), strict=args.strict)
         for report in reports:
             for line in report.lines():
                 print(line)

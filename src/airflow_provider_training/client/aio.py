@@ -71,6 +71,12 @@ class AsyncTrainingJobClient(Driver):
     async def list(self, kind: str, namespace: str, label_selector: str | None = None) -> Objects:
         return await self._drive(op.list_(kind, namespace, label_selector, self._timeout))
 
+    async def replace(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        return await self._drive(op.replace(body, self._timeout))
+
+    async def apply_secret(self, body: Mapping[str, Any]) -> None:
+        await self._drive(op.apply_secret(body, self._timeout))
+
     async def delete(
         self, kind: str, name: str, namespace: str, *, propagation: str = "Foreground", uid: str | None = None
     ) -> bool:

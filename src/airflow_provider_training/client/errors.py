@@ -2,10 +2,10 @@
 
 API errors are typed at one boundary (``translate``): an ``ApiException`` of either official client,
 a dropped connection or a timed-out request becomes :class:`NotFound`, :class:`Conflict`,
-:class:`Gone`, :class:`Forbidden`, :class:`Transient` or (any other answer) :class:`ApiError`, so
-callers catch a meaning instead of testing ``exc.status``. An :class:`ApiError` is also an
-``ApiException`` of both ``kubernetes`` and ``kubernetes_asyncio`` (with ``status``, ``reason`` and
-``body``), so code that still catches those keeps working.
+:class:`Gone`, :class:`Forbidden`, :class:`BadRequest`, :class:`Transient` or (any other answer)
+:class:`ApiError`, so callers catch a meaning instead of testing ``exc.status``. An
+:class:`ApiError` is also an ``ApiException`` of both ``kubernetes`` and ``kubernetes_asyncio``
+(with ``status``, ``reason`` and ``body``), so code that still catches those keeps working.
 """
 
 from __future__ import annotations
@@ -74,6 +74,10 @@ class ApiError(SyncApiException, AsyncApiException):
         return self.status in CANNOT_WATCH_STATUS
 
 
+class BadRequest(ApiError):
+    """400: the request cannot be answered as asked — e.g. the log of a container that has not started."""
+
+
 class NotFound(ApiError):
     """404: no such object (or resource)."""
 
@@ -97,7 +101,13 @@ class Transient(ApiError):
     """Worth retrying: no answer (``status`` 0), throttling, a server error, or a watch the server cut."""
 
 
-BY_STATUS: dict[int, type[ApiError]] = {401: Forbidden, 403: Forbidden, 404: NotFound, 409: Conflict}
+BY_STATUS: dict[int, type[ApiError]] = {
+    400: BadRequest,
+    401: Forbidden,
+    403: Forbidden,
+    404: NotFound,
+    409: Conflict,
+}
 
 
 def api_error(status: int, reason: str = "", body: Any = None) -> ApiError:

@@ -181,3 +181,27 @@ def events(kind: str, name: str, namespace: str, uid: str | None, timeout: Timeo
     found = list(mine.get("items") or [])
     found += [e for e in of_pods.get("items") or [] if e["involvedObject"].get("name") in pod_names]
     return sorted_events(found)
+
+
+def replace(body: Mapping[str, Any], timeout: Timeout) -> Steps[dict[str, Any]]:
+    """Write ``body`` over the stored object of its kind, namespace and name (``Conflict`` when its
+    resourceVersion is stale)."""
+    res = resource_for(str(body.get("kind")))
+    meta = body["metadata"]
+    replaced: dict[str, Any] = yield custom(
+        "replace_namespaced_custom_object",
+        *_on(res, meta["namespace"]),
+        meta["name"],
+        dict(body),
+        _request_timeout=timeout,
+    )
+    return replaced
+
+
+def apply_secret(body: Mapping[str, Any], timeout: Timeout) -> Steps[None]:
+    """Create the Secret ``body``, or replace the one of that name (credentials that changed since)."""
+    meta = body["metadata"]
+    try:
+        yield core("create_namespaced_secret", meta["namespace"], dict(body), _request_timeout=timeout)
+    except Conflict:
+        yield core("replace_namespaced_secret", meta["name"], meta["namespace"], dict(body), _request_timeout=timeout)

@@ -80,6 +80,14 @@ class TrainingJobClient(Driver):
     def list(self, kind: str, namespace: str, label_selector: str | None = None) -> Objects:
         return self._drive(op.list_(kind, namespace, label_selector, self._timeout))
 
+    def replace(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Write ``body`` over the stored object (read it first: its resourceVersion must be current)."""
+        return self._drive(op.replace(body, self._timeout))
+
+    def apply_secret(self, body: Mapping[str, Any]) -> None:
+        """Create the Secret ``body`` or replace the one of that name."""
+        self._drive(op.apply_secret(body, self._timeout))
+
     def patch_labels(self, kind: str, name: str, namespace: str, labels: Mapping[str, str | None]) -> dict[str, Any]:
         return self._drive(op.patch_labels(kind, name, namespace, labels, self._timeout))
 

@@ -30,7 +30,7 @@ import yaml
 from airflow.sdk import BaseOperator, conf
 from airflow.sdk.exceptions import AirflowException
 
-from airflow_provider_training.client.errors import JobDeleted, WaitTimeout
+from airflow_provider_training.client.errors import ApiError, JobDeleted, WaitTimeout, translate
 from airflow_provider_training.client.inferenceservice import (
     KIND,
     RolloutState,
@@ -42,7 +42,6 @@ from airflow_provider_training.client.inferenceservice import (
 from airflow_provider_training.client.sync import TrainingJobClient
 from airflow_provider_training.triggers.deploy import KILL_ACTIONS, InferenceServiceTrigger, embedded_home
 
-GROUP, VERSION, PLURAL = "serving.kserve.io", "v1beta1", "inferenceservices"
 ISVC_LABEL = "serving.kserve.io/inferenceservice"
 LOG_CONTAINERS = ("storage-initializer", "kserve-container")
 
@@ -172,7 +171,7 @@ class InferenceServiceOperator(BaseOperator):
         self.signing_conn_id = signing_conn_id
         self.require_provenance = require_provenance
         self.verify_layers = verify_layers
-        self._applied: tuple[str, str, str, dict[str, Any] | None] | None = None
+        self._applied: tuple[str, dict[str, Any] | None] | None = None  # (uid, previous spec) for on_kill
 
     # -- building ----------------------------------------------------------------------------------
     def _base(self) -> dict[str, Any] | None:
@@ -223,17 +222,9 @@ class InferenceServiceOperator(BaseOperator):
     # -- applying ----------------------------------------------------------------------------------
     def apply_secret(self, client: TrainingJobClient) -> None:
         """Write the registry connection's credentials into ``storage_secret_name`` (if a connection is set)."""
-        from kubernetes.client.rest import ApiException
-
         secret = self._secret()
-        if secret is None:
-            return
-        try:
-            client.core.create_namespaced_secret(self.namespace, secret)
-        except ApiException as exc:
-            if exc.status != 409:
-                raise
-            client.core.replace_namespaced_secret(self.storage_secret_name, self.namespace, secret)
+        if secret is not None:
+            client.apply_secret(secret)
 
     def apply(self, client: TrainingJobClient, body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
         """Create or update; returns the stored object and the previous spec (None when created)."""
@@ -248,10 +239,7 @@ class InferenceServiceOperator(BaseOperator):
         annotations.update(body["metadata"].get("annotations") or {})
         current["metadata"].setdefault("labels", {}).update(body["metadata"].get("labels") or {})
         self.log.info("Updating InferenceService %s/%s to serve %s", self.namespace, self.name, self.storage_uri)
-        updated: dict[str, Any] = client.custom.replace_namespaced_custom_object(
-            GROUP, VERSION, self.namespace, PLURAL, self.name, current
-        )
-        return updated, previous
+        return client.replace(current), previous
 
     def verify_signature(self, context: Any) -> None:
         """Check the ModelKit's cosign signature (and layers, provenance) before anything is applied;
@@ -286,7 +274,7 @@ class InferenceServiceOperator(BaseOperator):
         obj, previous = self.apply(client, body)
         meta = obj["metadata"]
         uid, generation = meta["uid"], int(meta.get("generation") or 1)
-        self._applied = (self.name, self.namespace, uid, previous)
+        self._applied = (uid, previous)
         ti = context["ti"]
         ti.xcom_push(key="inference_service_name", value=self.name)
         ti.xcom_push(key="inference_service_namespace", value=self.namespace)
@@ -388,8 +376,9 @@ class InferenceServiceOperator(BaseOperator):
     def log_tail(self, client: TrainingJobClient, revision: str | None = None) -> str:
         """The newest predictor pod's container logs (last ``log_tail_lines`` each)."""
         try:
-            response = client.core.list_namespaced_pod(self.namespace, label_selector=f"{ISVC_LABEL}={self.name}")
-        except Exception as exc:  # the failure message matters more than the tail
+            with translate():
+                response = client.core.list_namespaced_pod(self.namespace, label_selector=f"{ISVC_LABEL}={self.name}")
+        except ApiError as exc:  # the failure message matters more than the tail
             return f"(could not list the predictor pods: {exc})"
         pods = sorted(response.items, key=lambda p: p.metadata.creation_timestamp or 0)
         if revision:
@@ -404,7 +393,7 @@ class InferenceServiceOperator(BaseOperator):
                 text = client.read_log(
                     pod.metadata.name, self.namespace, container=container, tail_lines=self.log_tail_lines
                 )
-            except Exception:
+            except ApiError:  # a container that never started has no log
                 continue
             if text.strip():
                 parts.append(f"--- {pod.metadata.name} [{container}] ---\n{text.rstrip()}")
@@ -432,12 +421,12 @@ class InferenceServiceOperator(BaseOperator):
         current = client.get(KIND, self.name, self.namespace)
         current["spec"] = previous.get("spec") or {}
         current["metadata"]["annotations"] = previous.get("annotations") or {}
-        client.custom.replace_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL, self.name, current)
+        client.replace(current)
         return f"rolled InferenceService {self.namespace}/{self.name} back to its previous spec"
 
     def on_kill(self) -> None:
         if self._applied is None or self.on_kill_action == "keep":
             return
-        _, _, uid, previous = self._applied
+        uid, previous = self._applied
         client = TrainingJobClient(api_client(self.kubernetes_conn_id))
         self.log.info("%s", self._undo(client, uid, previous, self.on_kill_action))

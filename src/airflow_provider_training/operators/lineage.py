@@ -20,6 +20,7 @@ from typing import Any
 
 from airflow_provider_training.kitops.reference import DEFAULT_TAG, parse
 from airflow_provider_training.kitops.source import split_pvc
+from airflow_provider_training.specs.refs import ObjectRef
 
 
 def _dataset(namespace: str, name: str, facets: dict[str, Any] | None = None) -> Any:
@@ -112,8 +113,8 @@ def _claims(job: Any) -> tuple[list[str], list[str]]:
 
 
 def training_lineage(op: Any) -> Any:
-    submitted = getattr(op, "_submitted", None) or {}
-    namespace = submitted.get("namespace") or getattr(op, "namespace", None) or "default"
+    submitted: ObjectRef | None = getattr(op, "_submitted", None)
+    namespace = (submitted.namespace if submitted else None) or getattr(op, "namespace", None) or "default"
     job = getattr(op, "job", None)
     read, write = _claims(job if isinstance(job, dict) else {})
     inputs = [_dataset(f"pvc://{namespace}", c) for c in read] + _asset_datasets(getattr(op, "inlets", None))
@@ -124,10 +125,10 @@ def training_lineage(op: Any) -> Any:
         from airflow_provider_training.operators.modelkit_provenance import _images
 
         facets["trainingJob"] = TrainingJobRunFacet(
-            kind=str(submitted.get("kind", "")),
-            name=str(submitted.get("name", "")),
+            kind=submitted.kind,
+            name=submitted.name,
             namespace=str(namespace),
-            uid=str(submitted.get("uid", "")),
+            uid=submitted.uid or "",
             images=_images(job) if isinstance(job, dict) else [],
         )
     return _lineage(inputs, outputs, facets)

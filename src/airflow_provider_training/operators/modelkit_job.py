@@ -15,7 +15,7 @@ from typing import Any
 
 from airflow.sdk.exceptions import AirflowException
 
-from airflow_provider_training.client.errors import JobDeleted, WaitTimeout
+from airflow_provider_training.client.errors import ApiError, JobDeleted, WaitTimeout
 from airflow_provider_training.client.logs import LogFollower
 from airflow_provider_training.client.state import job_state
 from airflow_provider_training.client.sync import TrainingJobClient
@@ -67,26 +67,20 @@ class PackagingJobRunner:
 
     # -- objects -----------------------------------------------------------------------------------
     def apply_secret(self) -> None:
-        from kubernetes.client.rest import ApiException
-
         if not (self.secret_data and self.job.secret):
             return
         body = packagejob.secret(self.job.secret, self.job.namespace, self.secret_data)
         try:
-            self.client.core.create_namespaced_secret(self.job.namespace, body)
-        except ApiException as exc:
-            if exc.status != 409:
-                raise AirflowException(
-                    f"could not create Secret {self.job.namespace}/{self.job.secret}: {exc.status} {exc.reason}"
-                ) from None
-            self.client.core.replace_namespaced_secret(self.job.secret, self.job.namespace, body)
+            self.client.apply_secret(body)
+        except ApiError as exc:  # the answer's body may echo the Secret: only status and reason
+            raise AirflowException(
+                f"could not create Secret {self.job.namespace}/{self.job.secret}: {exc.status} {exc.reason}"
+            ) from None
 
     def create(self) -> dict[str, Any]:
-        from kubernetes.client.rest import ApiException
-
         try:
             created = self.client.create(packagejob.manifest(self.job), self.job.namespace)
-        except ApiException as exc:
+        except ApiError as exc:
             raise AirflowException(
                 f"could not create packaging Job {self.job.namespace}/{self.job.name}: {exc.status} "
                 f"{self.redact(str(exc.body or exc.reason))}"
@@ -159,8 +153,8 @@ class PackagingJobRunner:
         pod = str(newest["metadata"]["name"])
         try:
             text = self.client.read_log(pod, self.job.namespace, container=packagejob.CONTAINER, tail_lines=tail_lines)
-        except Exception as exc:  # the failure report must not fail on a missing log
-            return pod, f"(log not available: {getattr(exc, 'reason', exc)})"
+        except ApiError as exc:  # the failure report must not fail on a missing log
+            return pod, f"(log not available: {exc.reason or exc})"
         return pod, self.redact(text)
 
     @staticmethod

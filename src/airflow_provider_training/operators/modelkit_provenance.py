@@ -13,6 +13,8 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
+from airflow.sdk.exceptions import TaskNotFound
+
 from airflow_provider_training.kitops.provenance import AssetInput, BuildFacts, TrainingJobFacts
 
 log = logging.getLogger(__name__)
@@ -39,10 +41,7 @@ def _images(obj: Any) -> list[str]:
 
 
 def upstream_task_ids(task: Any) -> list[str]:
-    try:
-        return sorted(task.get_flat_relative_ids(upstream=True))
-    except Exception:  # a task outside a DAG (tests): only its direct upstreams
-        return sorted(getattr(task, "upstream_task_ids", ()) or ())
+    return sorted(task.get_flat_relative_ids(upstream=True))  # empty for a task outside a DAG
 
 
 def training_jobs(task: Any, context: Any, task_ids: Iterable[str] | None = None) -> list[TrainingJobFacts]:
@@ -70,7 +69,7 @@ def _job_images(task: Any, context: Any, tid: str, job: TrainingJobFacts) -> lis
     upstream = None
     try:
         upstream = dag.get_task(tid) if dag is not None else None
-    except Exception:
+    except TaskNotFound:
         upstream = None
     spec = getattr(upstream, "job", None)
     if isinstance(spec, dict):
@@ -84,7 +83,7 @@ def _job_images(task: Any, context: Any, tid: str, job: TrainingJobFacts) -> lis
         conn = getattr(upstream, "kubernetes_conn_id", None)
         obj = TrainingJobClient(api_client(conn)).get(job.kind, job.name, job.namespace or "default")
         return _images(obj.get("spec") or {})
-    except Exception as exc:
+    except Exception as exc:  # provenance is best effort: the connection, starting the embedded plane, the API
         log.info("provenance: could not read the images of %s %s (%s)", job.kind, job.name, exc)
         return []
 
@@ -94,7 +93,7 @@ def _asset_inputs(task: Any, context: Any, task_ids: Iterable[str]) -> list[Asse
     events = context.get("triggering_asset_events") or {}
     try:
         items = list(events.items())
-    except Exception:
+    except Exception:  # the accessor asks Airflow's API server; provenance is best effort
         items = []
     for asset, evs in items:
         uri = str(getattr(asset, "uri", asset))
@@ -108,10 +107,10 @@ def _asset_inputs(task: Any, context: Any, task_ids: Iterable[str]) -> list[Asse
             )
     dag: Any = context.get("dag") or getattr(task, "dag", None)
     tasks = [task]
-    for tid in task_ids:
+    for tid in task_ids if dag is not None else ():
         try:
             tasks.append(dag.get_task(tid))
-        except Exception:
+        except TaskNotFound:
             continue
     for t in tasks:
         for inlet in getattr(t, "inlets", None) or []:
@@ -143,12 +142,9 @@ def build_facts(
         params = {}
     upstream = list(training_task_ids) if training_task_ids is not None else upstream_task_ids(task)
     jobs = training_jobs(task, context, upstream)
-    try:
-        import airflow
+    import airflow
 
-        airflow_version = str(airflow.__version__)
-    except Exception:
-        airflow_version = ""
+    airflow_version = str(airflow.__version__)
     started = getattr(dag_run, "start_date", None)
     return BuildFacts(
         dag_id=str(getattr(ti, "dag_id", "") or getattr(task, "dag_id", "")),

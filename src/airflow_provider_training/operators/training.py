@@ -4,9 +4,14 @@ typed operator per kind (``PyTorchJobOperator`` …).
 Flow of a try: load and validate the job → find a job of this task to reattach to (task state
 store, then identity labels) or submit one (name-collision policy ``if_job_exists``) → push
 ``job_name`` / ``job_namespace`` / ``job_uid`` / ``job_kind`` to XCom and remember the job in the
-task state store → wait (watch-based; replica logs streamed into the task log) or defer to
-:class:`TrainingJobTrigger` → apply ``on_finish_action`` → return a summary or fail with the job's
-reason, the failed replicas' exit codes and the tails of their logs.
+task state store (``execute``) → wait in the worker, watch-based, replica logs streamed into the task
+log (``execute_sync``), or defer to :class:`TrainingJobTrigger` (``execute_async``) and resume with
+the replicas' logs (``trigger_reentry``) → apply ``on_finish_action`` → return a summary or fail
+with the job's reason, the failed replicas' exit codes and the tails of their logs.
+
+The job travels as an :class:`ObjectRef` inside; at the boundaries (XCom keys, the task state
+store's ``{kind, name, namespace, uid}``, the trigger's kwargs and events) it keeps the shapes
+earlier versions wrote, so DAGs, the cockpit and rows written before an upgrade read it unchanged.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import os
 import time
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NoReturn
 
 from airflow.sdk import BaseOperator, conf
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
@@ -29,6 +34,7 @@ from airflow_provider_training.client import (
     replica_failure,
     summary,
 )
+from airflow_provider_training.client.errors import ApiError
 from airflow_provider_training.client.state import main_container
 from airflow_provider_training.hooks.training import DEFAULT, TrainingHook
 from airflow_provider_training.links.training import TrainingJobLink
@@ -39,6 +45,7 @@ from airflow_provider_training.specs import JobSpecError
 from airflow_provider_training.specs.actions import OnFinishAction, OnKillAction
 from airflow_provider_training.specs.annotations import WORKING_DIR_ANNOTATION
 from airflow_provider_training.specs.kinds import KINDS
+from airflow_provider_training.specs.refs import ObjectRef
 from airflow_provider_training.triggers.training import TrainingJobTrigger
 
 STATE_KEY = "training_job"
@@ -51,6 +58,22 @@ def _dag_folder(context: Any) -> str | None:
     dag = context.get("dag")
     fileloc = getattr(dag, "fileloc", None)
     return os.path.dirname(os.path.abspath(fileloc)) if fileloc else None
+
+
+def _default_container(kind: str) -> str | None:
+    return KINDS[kind].default_container if kind in KINDS else None
+
+
+def stored_ref(store: Any) -> ObjectRef | None:
+    """The job an earlier try of this task remembered in the task state store (None: none, or a
+    value this provider did not write)."""
+    value = store.get(STATE_KEY) if store is not None else None
+    if not isinstance(value, dict):
+        return None
+    try:
+        return ObjectRef.from_dict(value)
+    except ValueError:
+        return None
 
 
 def _seconds(value: float | timedelta | None) -> float | None:
@@ -159,7 +182,8 @@ class TrainingJobOperator(TrainingLineageMixin, BaseOperator):  # lineage: opera
         self.if_job_exists = if_job_exists
         self.log_tail_lines = log_tail_lines
         self.watch_timeout = watch_timeout
-        self._submitted: dict[str, Any] | None = None  # the job this try waits for (for on_kill)
+        self._submitted: ObjectRef | None = None  # the job this try waits for (for on_kill)
+        self._phase = ""  # the job's phase last logged by the sync path
 
     # -- plumbing ---------------------------------------------------------------------------------
 
@@ -221,21 +245,14 @@ class TrainingJobOperator(TrainingLineageMixin, BaseOperator):  # lineage: opera
 
     def _stored(self, context: Any, client: TrainingJobClient, kind: str) -> dict[str, Any] | None:
         """The job this task submitted in an earlier try, if it still runs (fenced by uid)."""
-        store = context.get("task_state_store")
-        ref = store.get(STATE_KEY) if store is not None else None
-        if not isinstance(ref, dict) or ref.get("kind") != kind:
+        ref = stored_ref(context.get("task_state_store"))
+        if ref is None or ref.kind != kind:
             return None
-        found = client.find(kind, ref["name"], ref["namespace"])
-        if found is None or found["metadata"].get("uid") != ref.get("uid"):
+        found = client.find(ref.kind, ref.name, ref.namespace)
+        if found is None or found["metadata"].get("uid") != ref.uid:
             return None
         if job_state(found).finished:
-            self.log.info(
-                "%s %s/%s from an earlier try has finished (%s); it stays as history",
-                kind,
-                ref["namespace"],
-                ref["name"],
-                job_state(found).phase,
-            )
+            self.log.info("%s from an earlier try has finished (%s); it stays as history", ref, job_state(found).phase)
             return None
         return found
 
@@ -262,10 +279,8 @@ class TrainingJobOperator(TrainingLineageMixin, BaseOperator):  # lineage: opera
             existing, found_by = self._labelled(client, body), "its identity labels"
         if existing is not None:
             self.log.info(
-                "Reattaching to %s %s/%s (uid %s), still %s (found through %s)",
-                kind,
-                existing["metadata"]["namespace"],
-                existing["metadata"]["name"],
+                "Reattaching to %s (uid %s), still %s (found through %s)",
+                ObjectRef.of(existing, kind),
                 existing["metadata"]["uid"],
                 job_state(existing).phase,
                 found_by,
@@ -288,98 +303,50 @@ class TrainingJobOperator(TrainingLineageMixin, BaseOperator):  # lineage: opera
                 self.log.info("%s", decision.why)
                 client.delete(kind, meta["name"], meta["namespace"], uid=current["metadata"]["uid"])
             created = client.create(body)
-            self.log.info(
-                "Submitted %s %s/%s (uid %s)", kind, meta["namespace"], meta["name"], created["metadata"]["uid"]
-            )
+            self.log.info("Submitted %s (uid %s)", ObjectRef.of(created, kind), created["metadata"]["uid"])
             return created
         raise AirflowFailException(f"could not find a free name for {kind} {meta['namespace']}/{base}")
 
     def remember(self, context: Any, hook: TrainingHook, job: dict[str, Any]) -> None:
         """XCom and the task state store, before any waiting: a crash or kill still leaves the trail."""
-        meta = job["metadata"]
+        ref = ObjectRef.of(job)
         ti = context["ti"]
         for key, value in (
-            ("job_name", meta["name"]),
-            ("job_namespace", meta["namespace"]),
-            ("job_uid", meta["uid"]),
-            ("job_kind", job["kind"]),
+            ("job_name", ref.name),
+            ("job_namespace", ref.namespace),
+            ("job_uid", ref.uid),
+            ("job_kind", ref.kind),
             ("job_api_url", hook.api_url),
             ("job_conn_id", hook.kubernetes_conn_id or ""),  # for the UI plugin: the same connection
         ):
             ti.xcom_push(key=key, value=value)
         store = context.get("task_state_store")
         if store is not None:
-            store.set(
-                STATE_KEY,
-                {"kind": job["kind"], "name": meta["name"], "namespace": meta["namespace"], "uid": meta["uid"]},
-            )
-        self._submitted = {
-            "kind": job["kind"],
-            "name": meta["name"],
-            "namespace": meta["namespace"],
-            "uid": meta["uid"],
-        }
+            store.set(STATE_KEY, ref.to_dict())
+        self._submitted = ref
 
-    # -- execute ----------------------------------------------------------------------------------
+    # -- execute: submit, then wait here (execute_sync) or in the triggerer (execute_async, resumed
+    # in trigger_reentry), as cncf.kubernetes' KubernetesPodOperator splits it -------------------------
 
     def execute(self, context: Any) -> Any:
         hook = self.hook()
         client = self.client(hook)
-        body = self.build(context, hook)
-        job = self.submit_or_reattach(context, client, body)
+        job = self.submit_or_reattach(context, client, self.build(context, hook))
         self.remember(context, hook, job)
-        kind, meta = job["kind"], job["metadata"]
         if not self.wait_for_completion:
             return summary(job)
-        timeout = _seconds(self.timeout)
         if self.deferrable and not job_state(job).finished:
-            self.defer(
-                trigger=TrainingJobTrigger(
-                    kind,
-                    meta["name"],
-                    meta["namespace"],
-                    meta["uid"],
-                    **hook.trigger_connection(),
-                    poll_interval=self.poll_interval,
-                    watch_timeout=self.watch_timeout,
-                    deadline=None if timeout is None else time.time() + timeout,
-                    on_kill_action=self.on_kill_action,
-                ),
-                method_name="execute_complete",
-            )
-        select = self.pod_filter(job)
-        follower = None
-        if select is not None:
-            follower = LogFollower(
-                client,
-                kind,
-                meta["name"],
-                meta["namespace"],
-                sink=self._log_line,
-                select=select,
-                uid=meta["uid"],
-                container=KINDS[kind].default_container if kind in KINDS else None,
-            )
-            follower.start()
-        phase = [""]
+            self.execute_async(hook, job)
+        return self.execute_sync(client, job)
 
-        def transition(obj: dict[str, Any]) -> None:
-            self.on_job_change(obj)
-            state = job_state(obj)
-            if state.phase != phase[0]:
-                phase[0] = state.phase
-                self.log.info(
-                    "%s %s/%s is %s%s",
-                    kind,
-                    meta["namespace"],
-                    meta["name"],
-                    state.phase,
-                    f": {state.message}" if state.message else "",
-                )
-
+    def execute_sync(self, client: TrainingJobClient, job: dict[str, Any]) -> Any:
+        """Wait in this worker, the replicas' logs streamed into the task log, then finish."""
+        ref = ObjectRef.of(job)
+        follower = self._follow_logs(client, job)
+        self._phase = ""
         try:
             final = client.wait(
-                kind, meta["name"], meta["namespace"], uid=meta["uid"], timeout=timeout, on_change=transition
+                ref.kind, ref.name, ref.namespace, uid=ref.uid, timeout=_seconds(self.timeout), on_change=self._changed
             )
         except WaitTimeout as exc:
             self._abandon(client, "the job-level timeout expired")
@@ -391,41 +358,90 @@ class TrainingJobOperator(TrainingLineageMixin, BaseOperator):  # lineage: opera
                 follower.stop(drain=5.0)
         return self.finish(client, final)
 
-    def execute_complete(self, context: Any, event: dict[str, Any]) -> Any:
+    def execute_async(self, hook: TrainingHook, job: dict[str, Any]) -> NoReturn:
+        """Free the worker slot: :class:`TrainingJobTrigger` waits in the triggerer; the task resumes
+        in :meth:`trigger_reentry`. The job-level timeout becomes a wall-clock deadline, so it holds
+        across triggerer restarts."""
+        timeout = _seconds(self.timeout)
+        self.defer(
+            trigger=TrainingJobTrigger(
+                ref=ObjectRef.of(job),
+                **hook.trigger_connection(),
+                poll_interval=self.poll_interval,
+                watch_timeout=self.watch_timeout,
+                deadline=None if timeout is None else time.time() + timeout,
+                on_kill_action=self.on_kill_action,
+            ),
+            method_name="trigger_reentry",
+        )
+
+    def trigger_reentry(self, context: Any, event: dict[str, Any]) -> Any:
         """Resume after deferral: print the replicas' logs, then finish like the sync path."""
-        hook = self.hook()
-        client = self.client(hook)
-        self._submitted = {k: event.get(k) for k in ("kind", "name", "namespace", "uid")}
+        client = self.client(self.hook())
+        ref = self._submitted = ObjectRef.from_dict(event)
         status = event.get("status")
         if status == "timeout":
-            self._print_logs(client, event)
+            self._print_logs(client, ref)
             self._abandon(client, "the job-level timeout expired")
             raise AirflowException(event.get("message") or "the job did not finish in time")
         if status != "finished":
             raise AirflowException(event.get("message") or f"waiting for the job failed ({status})")
-        job = client.get(event["kind"], event["name"], event["namespace"])
-        self._print_logs(client, event, job)
+        job = client.get(ref.kind, ref.name, ref.namespace)
+        self._print_logs(client, ref, job)
         return self.finish(client, job)
 
-    def _print_logs(self, client: TrainingJobClient, event: dict[str, Any], job: dict[str, Any] | None = None) -> None:
-        job = job or client.find(event["kind"], event["name"], event["namespace"])
+    def execute_complete(self, context: Any, event: dict[str, Any]) -> Any:
+        """Resume a deferral recorded before :meth:`trigger_reentry` was the resume method."""
+        return self.trigger_reentry(context, event)
+
+    # -- logs and progress ------------------------------------------------------------------------
+
+    def _follow_logs(self, client: TrainingJobClient, job: dict[str, Any]) -> LogFollower | None:
+        select = self.pod_filter(job)
+        if select is None:
+            return None
+        ref = ObjectRef.of(job)
+        return LogFollower(
+            client,
+            ref.kind,
+            ref.name,
+            ref.namespace,
+            sink=self._log_line,
+            select=select,
+            uid=ref.uid,
+            container=_default_container(ref.kind),
+        ).start()
+
+    def _changed(self, obj: dict[str, Any]) -> None:
+        """Each new version of the job while the sync path waits: log phase changes."""
+        self.on_job_change(obj)
+        state = job_state(obj)
+        if state.phase != self._phase:
+            self._phase = state.phase
+            self.log.info("%s is %s%s", ObjectRef.of(obj), state.phase, f": {state.message}" if state.message else "")
+
+    def _print_logs(self, client: TrainingJobClient, ref: ObjectRef, job: dict[str, Any] | None = None) -> None:
+        """After a deferral: the last lines of the selected replicas' logs into the task log."""
+        job = job or client.find(ref.kind, ref.name, ref.namespace)
         select = self.pod_filter(job) if job else None
         if select is None:
             return
-        kind = event["kind"]
-        for pod in client.pods(kind, event["name"], event["namespace"], uid=event.get("uid")):
+        for pod in client.pods(ref.kind, ref.name, ref.namespace, uid=ref.uid):
             if not select(pod):
                 continue
-            container = main_container(pod, KINDS[kind].default_container if kind in KINDS else None)
+            name = pod["metadata"]["name"]
             try:
                 text = client.read_log(
-                    pod["metadata"]["name"], event["namespace"], container=container, tail_lines=RESUME_LOG_LINES
+                    name,
+                    ref.namespace,
+                    container=main_container(pod, _default_container(ref.kind)),
+                    tail_lines=RESUME_LOG_LINES,
                 )
-            except Exception as exc:
-                self.log.info("[%s] (log not available: %s)", pod["metadata"]["name"], exc)
+            except ApiError as exc:
+                self.log.info("[%s] (log not available: %s)", name, exc)
                 continue
             for line in text.splitlines():
-                self._log_line(f"[{pod['metadata']['name']}] {line}")
+                self._log_line(f"[{name}] {line}")
 
     def _log_line(self, line: str) -> None:
         self.log.info("%s", line)
@@ -435,38 +451,37 @@ class TrainingJobOperator(TrainingLineageMixin, BaseOperator):  # lineage: opera
     def finish(self, client: TrainingJobClient, job: dict[str, Any]) -> dict[str, Any]:
         """Apply ``on_finish_action``; return the summary, or raise with the failure report."""
         state = job_state(job)
-        meta = job["metadata"]
+        ref = ObjectRef.of(job)
         result = summary(job)
         if state.succeeded:
-            self.log.info("%s %s/%s succeeded: %s", job["kind"], meta["namespace"], meta["name"], state.message)
-            if self.on_finish_action in ("delete", "delete_succeeded"):
-                client.delete(job["kind"], meta["name"], meta["namespace"], uid=meta["uid"], propagation="Background")
+            self.log.info("%s succeeded: %s", ref, state.message)
+            if self.on_finish_action in (OnFinishAction.DELETE, OnFinishAction.DELETE_SUCCEEDED):
+                client.delete(ref.kind, ref.name, ref.namespace, uid=ref.uid, propagation="Background")
             return result
         report = self.failure(client, job)
-        if self.on_finish_action == "delete":
-            client.delete(job["kind"], meta["name"], meta["namespace"], uid=meta["uid"], propagation="Background")
+        if self.on_finish_action == OnFinishAction.DELETE:
+            client.delete(ref.kind, ref.name, ref.namespace, uid=ref.uid, propagation="Background")
         raise AirflowException(report)
 
     def failure(self, client: TrainingJobClient, job: dict[str, Any]) -> str:
-        kind, meta = job["kind"], job["metadata"]
-        container = KINDS[kind].default_container if kind in KINDS else None
-        pods = client.pods(kind, meta["name"], meta["namespace"], uid=meta["uid"])
+        """The failure report: the job's reason, the failed replicas' exit codes and log tails, the
+        Warning events. Logs or events the server cannot give are left out, not fatal."""
+        ref = ObjectRef.of(job)
+        container = _default_container(ref.kind)
+        pods = client.pods(ref.kind, ref.name, ref.namespace, uid=ref.uid)
         failures = [f for p in pods if (f := replica_failure(p, main_container(p, container))) is not None]
         tails: dict[str, str] = {}
         for failed in failures:
             pod = next(p for p in pods if p["metadata"]["name"] == failed.pod)
             try:
                 tails[failed.pod] = client.read_log(
-                    failed.pod,
-                    meta["namespace"],
-                    container=main_container(pod, container),
-                    tail_lines=self.log_tail_lines,
+                    failed.pod, ref.namespace, container=main_container(pod, container), tail_lines=self.log_tail_lines
                 )
-            except Exception as exc:
-                tails[failed.pod] = f"(log not available: {getattr(exc, 'reason', exc)})"
+            except ApiError as exc:
+                tails[failed.pod] = f"(log not available: {exc.reason or exc})"
         try:
-            events = client.events(kind, meta["name"], meta["namespace"], uid=meta["uid"])
-        except Exception:
+            events = client.events(ref.kind, ref.name, ref.namespace, uid=ref.uid)
+        except ApiError:
             events = []
         return failure_report(job, failures, tails, events)
 
@@ -474,18 +489,11 @@ class TrainingJobOperator(TrainingLineageMixin, BaseOperator):  # lineage: opera
         ref = self._submitted
         if ref is None:
             return
-        if self.on_kill_action == "delete":
-            gone = client.delete(ref["kind"], ref["name"], ref["namespace"], uid=ref["uid"])
-            self.log.info(
-                "%s: %s %s/%s %s",
-                why,
-                ref["kind"],
-                ref["namespace"],
-                ref["name"],
-                "deleted" if gone else "was already gone",
-            )
+        if self.on_kill_action == OnKillAction.DELETE:
+            gone = client.delete(ref.kind, ref.name, ref.namespace, uid=ref.uid)
+            self.log.info("%s: %s %s", why, ref, "deleted" if gone else "was already gone")
         else:
-            self.log.info("%s: %s %s/%s kept (on_kill_action='keep')", why, ref["kind"], ref["namespace"], ref["name"])
+            self.log.info("%s: %s kept (on_kill_action='keep')", why, ref)
 
     def on_kill(self) -> None:
         """The running task is being killed (user action, SIGTERM, execution_timeout): apply
@@ -494,7 +502,7 @@ class TrainingJobOperator(TrainingLineageMixin, BaseOperator):  # lineage: opera
             return
         try:
             self._abandon(self.client(self.hook()), "the task was killed")
-        except Exception:
+        except Exception:  # the kill goes on whatever happens here (the connection, the server): say why
             self.log.exception("could not apply on_kill_action to %s", self._submitted)
 
 

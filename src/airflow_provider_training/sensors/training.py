@@ -10,6 +10,7 @@ from airflow.sdk.exceptions import AirflowException, AirflowFailException, Airfl
 
 from airflow_provider_training.client import job_state, resource_for, summary
 from airflow_provider_training.hooks.training import DEFAULT, TrainingHook
+from airflow_provider_training.specs.refs import ObjectRef
 from airflow_provider_training.triggers.training import TrainingJobTrigger
 
 
@@ -91,10 +92,7 @@ class TrainingJobSensor(BaseSensorOperator):
             return verdict.xcom_value
         self.defer(
             trigger=TrainingJobTrigger(
-                self.kind,
-                self.job_name,
-                namespace,
-                job["metadata"]["uid"],
+                ref=ObjectRef.of(job, self.kind),
                 **hook.trigger_connection(),
                 poll_interval=self.poke_interval,
                 watch_timeout=self.watch_timeout,
@@ -107,6 +105,7 @@ class TrainingJobSensor(BaseSensorOperator):
     def execute_complete(self, context: Any, event: dict[str, Any]) -> Any:
         if event.get("status") != "finished":
             raise AirflowException(event.get("message") or f"waiting for the job failed ({event.get('status')})")
+        ref = ObjectRef.from_dict(event)
         hook = TrainingHook(kubernetes_conn_id=self.kubernetes_conn_id)
-        job = hook.get_client().get(event["kind"], event["name"], event["namespace"])
-        return self._judge(job, event["namespace"]).xcom_value
+        job = hook.get_client().get(ref.kind, ref.name, ref.namespace)
+        return self._judge(job, ref.namespace).xcom_value

@@ -76,9 +76,7 @@ async def undo(
     current = await client.get(KIND, name, namespace)
     current["spec"] = previous.get("spec") or {}
     current["metadata"]["annotations"] = previous.get("annotations") or {}
-    await client.custom.replace_namespaced_custom_object(
-        "serving.kserve.io", "v1beta1", namespace, "inferenceservices", name, current
-    )
+    await client.replace(current)
     return f"rolled InferenceService {namespace}/{name} back to its previous spec"
 
 

@@ -25,16 +25,27 @@ from airflow_provider_training.triggers import lazy, settle
 
 if TYPE_CHECKING:
     from airflow_provider_training.hooks.training import AsyncTrainingHook
+    from airflow_provider_training.specs.refs import ObjectRef
 
 
 class TrainingJobTrigger(BaseTrigger):
+    """Wait for the job ``ref`` (or, as triggers were built before ``ref`` existed, ``kind``,
+    ``name``, ``namespace``, ``uid``).
+
+    The serialized kwargs keep the flat ``kind`` / ``name`` / ``namespace`` / ``uid`` of earlier
+    versions, so a trigger row written before an upgrade resumes. The fields
+    are held flat too and :attr:`ref` is built on use: ``ObjectRef`` lives in ``specs``, whose
+    import (its pydantic models, ~40 ms) must not run on the triggerer's loop.
+    """
+
     def __init__(
         self,
-        kind: str,
-        name: str,
-        namespace: str,
+        kind: str | None = None,
+        name: str | None = None,
+        namespace: str | None = None,
         uid: str | None = None,
         *,
+        ref: ObjectRef | None = None,
         kubernetes_conn_id: str | None = None,
         connection_extras: dict[str, Any] | None = None,
         poll_interval: float = 10.0,
@@ -44,6 +55,12 @@ class TrainingJobTrigger(BaseTrigger):
         not_before: float | None = None,
     ) -> None:
         super().__init__()
+        if ref is not None:
+            kind, name, namespace, uid = ref.kind, ref.name, ref.namespace, ref.uid
+        if not (kind and name and namespace):
+            raise ValueError(
+                f"TrainingJobTrigger needs the job's kind, name and namespace (got {kind!r}, {name!r}, {namespace!r})"
+            )
         self.kind, self.name, self.namespace, self.uid = kind, name, namespace, uid
         self.kubernetes_conn_id = kubernetes_conn_id
         self.connection_extras = connection_extras
@@ -53,6 +70,12 @@ class TrainingJobTrigger(BaseTrigger):
         self.on_kill_action = on_kill_action
         self.not_before = settle.not_before(not_before)
         self._fired = False
+
+    @property
+    def ref(self) -> ObjectRef:
+        from airflow_provider_training.specs.refs import ObjectRef  # see the class docstring
+
+        return ObjectRef(self.kind, self.namespace, self.name, self.uid)
 
     def __repr__(self) -> str:  # no connection extras: they may hold credentials
         return f"<TrainingJobTrigger {self.kind} {self.namespace}/{self.name} uid={self.uid}>"
@@ -87,10 +110,7 @@ class TrainingJobTrigger(BaseTrigger):
         return TriggerEvent(
             {
                 "status": status,
-                "kind": self.kind,
-                "name": self.name,
-                "namespace": self.namespace,
-                "uid": self.uid,
+                **self.ref.to_dict(),
                 "job": summary(job) if job else None,
                 "message": message,
             }
@@ -100,12 +120,13 @@ class TrainingJobTrigger(BaseTrigger):
         await lazy.load()
         from airflow_provider_training.client import JobDeleted, WaitTimeout
 
+        ref = self.ref
         timeout = None if self.deadline is None else max(0.0, self.deadline - time.time())
         try:
             async with self.hook().get_client(
                 watch_timeout=self.watch_timeout, poll_interval=self.poll_interval
             ) as jobs:
-                job = await jobs.wait(self.kind, self.name, self.namespace, uid=self.uid, timeout=timeout)
+                job = await jobs.wait(ref.kind, ref.name, ref.namespace, uid=ref.uid, timeout=timeout)
         except WaitTimeout as exc:
             event = self._event("timeout", str(exc), exc.last)
         except JobDeleted as exc:
@@ -120,15 +141,9 @@ class TrainingJobTrigger(BaseTrigger):
     async def on_kill(self) -> None:
         """A user killed the deferred task (mark failed/success, clear): apply ``on_kill_action``.
         Airflow 3.3 calls this only for user actions, never for a triggerer restart."""
-        if self._fired or self.on_kill_action != "delete":
+        if self._fired or self.on_kill_action != "delete":  # OnKillAction.DELETE (specs is not imported here)
             return
         await lazy.load()
         async with self.hook().get_client() as jobs:
-            deleted = await jobs.delete(self.kind, self.name, self.namespace, uid=self.uid)
-        self.log.info(
-            "%s %s/%s %s",
-            self.kind,
-            self.namespace,
-            self.name,
-            "deleted because the task was killed" if deleted else "was already gone",
-        )
+            deleted = await jobs.delete(self.ref.kind, self.ref.name, self.ref.namespace, uid=self.ref.uid)
+        self.log.info("%s %s", self.ref, "deleted because the task was killed" if deleted else "was already gone")

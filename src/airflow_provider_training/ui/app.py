@@ -24,6 +24,7 @@ from fastapi.staticfiles import StaticFiles
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from airflow_provider_training.client import AsyncTrainingJobClient
+from airflow_provider_training.client.errors import ApiError, BadRequest
 from airflow_provider_training.client.state import job_state
 from airflow_provider_training.ui import metrics, modelkit, task, views, watches
 from airflow_provider_training.ui.cluster import ClusterUnavailable, open_client
@@ -52,10 +53,16 @@ async def _unavailable(request: Request, exc: ClusterUnavailable) -> JSONRespons
     return JSONResponse({"detail": str(exc)}, status_code=503)
 
 
+def _cluster_error(exc: ApiException) -> str:
+    # The status and reason only: the body may echo request details, never credentials, but keep it short.
+    if not exc.status:  # the typed client's Transient for a refused or dropped connection
+        return f"the cluster did not answer: {exc.reason or 'no connection'}"
+    return f"the cluster answered {exc.status} {exc.reason or ''}".strip()
+
+
 @app.exception_handler(ApiException)
 async def _api_error(request: Request, exc: ApiException) -> JSONResponse:
-    # The status and reason only: the body may echo request details, never credentials, but keep it short.
-    return JSONResponse({"detail": f"the cluster answered {exc.status} {exc.reason or ''}".strip()}, status_code=502)
+    return JSONResponse({"detail": _cluster_error(exc)}, status_code=502)
 
 
 def _task_key(dag_id: str, run_id: str, task_id: str, map_index: int) -> task.TaskKey:
@@ -261,9 +268,7 @@ async def get_log(ref: JobRefDep, pod: str, tail: Annotated[int, Query(ge=0, le=
         container = views.replica_view(found, ref.kind)["container"]
         try:
             text = await client.read_log(pod, ref.namespace, container=container, tail_lines=tail)
-        except ApiException as exc:
-            if exc.status != 400:
-                raise
+        except BadRequest:
             text = ""  # not started yet
         previous = ""
         if views.replica_view(found, ref.kind)["restarts"]:
@@ -271,7 +276,7 @@ async def get_log(ref: JobRefDep, pod: str, tail: Annotated[int, Query(ge=0, le=
                 previous = await client.read_log(
                     pod, ref.namespace, container=container, tail_lines=tail, previous=True
                 )
-            except ApiException:
+            except ApiError:
                 previous = ""
     return {"pod": pod, "container": container, "lines": text.splitlines(), "previous": previous.splitlines()}
 
@@ -314,9 +319,7 @@ async def _metrics(client: AsyncTrainingJobClient, ref: task.JobRef, replica: st
         text = await client.read_log(
             pod["metadata"]["name"], ref.namespace, container=container, tail_lines=METRIC_LOG_LINES
         )
-    except ApiException as exc:
-        if exc.status != 400:
-            raise
+    except BadRequest:  # not started yet
         text = ""
     points = metrics.parse(text.splitlines())
     return {"replica": pod["metadata"]["name"], "names": metrics.names(points), "points": points}
@@ -380,7 +383,7 @@ async def get_history(recent: Annotated[list[dict[str, Any]], Depends(_recent)])
         except ClusterUnavailable as exc:
             row["error"] = str(exc)
         except ApiException as exc:
-            row["error"] = f"the cluster answered {exc.status} {exc.reason or ''}".strip()
+            row["error"] = _cluster_error(exc)
         except OSError as exc:
             row["error"] = f"the cluster did not answer: {exc}"
         return row

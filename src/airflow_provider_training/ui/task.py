@@ -16,6 +16,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from airflow_provider_training.specs.refs import ObjectRef
+
 JOB_KEYS = ("job_name", "job_namespace", "job_uid", "job_kind", "job_conn_id")
 MODELKIT_KEYS = ("reference", "digest", "size")
 
@@ -29,12 +31,10 @@ class TaskKey:
 
 
 @dataclass(frozen=True)
-class JobRef:
-    kind: str
-    name: str
-    namespace: str
-    uid: str | None
-    conn_id: str | None  # None: the embedded control plane
+class JobRef(ObjectRef):
+    """The job (an :class:`ObjectRef`) and the connection that reaches its cluster."""
+
+    conn_id: str | None = None  # None: the embedded control plane
 
 
 @dataclass(frozen=True)

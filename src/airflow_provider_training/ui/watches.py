@@ -17,6 +17,7 @@ import aiohttp
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from airflow_provider_training.client import AsyncTrainingJobClient, resource_for
+from airflow_provider_training.client.errors import BadRequest, NotFound, api_error, translate
 from airflow_provider_training.client.selection import pod_selector
 from airflow_provider_training.client.state import container_started
 from airflow_provider_training.client.watching import Cursor, Gone, parse_event
@@ -53,7 +54,7 @@ async def watch(
             )
             try:
                 if response.status != 200:
-                    raise ApiException(status=response.status, reason=(await response.text())[:300])
+                    raise api_error(response.status, (await response.text())[:300])  # a 410 is Gone: start over
                 while line := await response.content.readline():
                     event = parse_event(line, cursor)
                     if event is not None:
@@ -152,11 +153,10 @@ def _terminal(pod: dict[str, Any]) -> bool:
 
 async def _read_pod(client: AsyncTrainingJobClient, namespace: str, pod: str) -> dict[str, Any] | None:
     try:
-        response: Any = await client.core.read_namespaced_pod(pod, namespace, _preload_content=False)
-    except ApiException as exc:
-        if exc.status == 404:
-            return None
-        raise
+        with translate():
+            response: Any = await client.core.read_namespaced_pod(pod, namespace, _preload_content=False)
+    except NotFound:
+        return None
     if response.status == 404:
         response.close()
         return None
@@ -227,17 +227,16 @@ async def _stream(
     if tail is not None:
         kwargs["tail_lines"] = tail
     try:
-        response: Any = await client.core.read_namespaced_pod_log(
-            pod,
-            namespace,
-            _preload_content=False,
-            _request_timeout=aiohttp.ClientTimeout(total=None, connect=10.0),
-            **kwargs,
-        )
-    except ApiException as exc:
-        if exc.status in (400, 404):  # not started yet, or gone: the pod watch decides what next
-            return
-        raise
+        with translate():
+            response: Any = await client.core.read_namespaced_pod_log(
+                pod,
+                namespace,
+                _preload_content=False,
+                _request_timeout=aiohttp.ClientTimeout(total=None, connect=10.0),
+                **kwargs,
+            )
+    except (BadRequest, NotFound):  # not started yet, or gone: the pod watch decides what next
+        return
     try:
         if response.status != 200:
             return
