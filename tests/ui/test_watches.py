@@ -21,7 +21,9 @@ print("second container: done", flush=True)
 """
 
 
-async def _follow(kubeconfig: str, namespace: str, body: dict, pod: str) -> list[tuple[str, str]]:
+async def _follow(
+    kubeconfig: str, namespace: str, body: dict, pod: str, *, after_finish: bool = False
+) -> list[tuple[str, str]]:
     from kubernetes_asyncio import client, config
 
     configuration = client.Configuration()
@@ -29,6 +31,8 @@ async def _follow(kubeconfig: str, namespace: str, body: dict, pod: str) -> list
     async with client.ApiClient(configuration) as api:
         jobs = AsyncTrainingJobClient(api)
         await jobs.create(body, namespace)
+        if after_finish:  # the page is opened once it is all over
+            await jobs.wait(body["kind"], body["metadata"]["name"], namespace, timeout=90)
         return [event async for event in follow_log(jobs, namespace, pod, "pytorch", tail=100, seconds=30)]
 
 
@@ -46,3 +50,20 @@ def test_follow_survives_a_container_restart_and_ends_with_the_replica(control_p
     assert events.index(("restart", "1")) < events.index(("line", "second container: done"))
     assert events[-1] == ("end", "Succeeded")
     assert events.count(("line", "first container: crashing")) == 1  # nothing is shown twice
+
+
+def test_follow_opened_after_the_restart_shows_the_crashed_container_first(control_plane, test_namespace, tmp_path):
+    name = f"late-{uuid.uuid4().hex[:6]}"
+    body = job("PyTorchJob", name, {"Master": 1}, script=CRASH_ONCE.format(marker=str(tmp_path / "marker")))
+    body["spec"]["pytorchReplicaSpecs"]["Master"]["restartPolicy"] = "OnFailure"
+    events = asyncio.run(
+        asyncio.wait_for(
+            _follow(str(control_plane.kubeconfig), test_namespace, body, f"{name}-master-0", after_finish=True), 120
+        )
+    )
+    assert events == [
+        ("line", "first container: crashing"),
+        ("restart", "1"),
+        ("line", "second container: done"),
+        ("end", "Succeeded"),
+    ]

@@ -175,7 +175,8 @@ async def follow_log(
 ) -> AsyncGenerator[tuple[str, str], None]:
     """``("line", text)`` for each log line of the replica — the last ``tail`` of the current container
     first, then live — ``("restart", n)`` when its container starts again (that container's log
-    follows from its first line), and ``("end", phase)`` once the pod has finished or is gone."""
+    follows from its first line), and ``("end", phase)`` once the pod has finished or is gone. Found
+    already restarted, the last ``tail`` lines of the container before come first, then the restart."""
     followed = -1
     changes = _pod_changes(client, namespace, pod, seconds)
     current: dict[str, Any] | None = None
@@ -190,7 +191,13 @@ async def follow_log(
                     return
             started, restarts = container_started(current, container)
             if started and (restarts > followed or resume):
-                if followed >= 0 and restarts > followed:
+                if followed < 0 and restarts > 0:
+                    # Opened after a restart (or the crash was over before a running status was
+                    # written): the last lines of the container before, so the reason shows.
+                    async for line in _stream(client, namespace, pod, container, tail, seconds, previous=True):
+                        yield ("line", line)
+                    yield ("restart", str(restarts))
+                elif followed >= 0 and restarts > followed:
                     yield ("restart", str(restarts))
                 # A new container's log from its first line; a dropped stream resumes with new lines only.
                 lines = tail if followed < 0 else (0 if restarts == followed else None)
@@ -219,9 +226,16 @@ async def follow_log(
 
 
 async def _stream(
-    client: AsyncTrainingJobClient, namespace: str, pod: str, container: str | None, tail: int | None, seconds: float
+    client: AsyncTrainingJobClient,
+    namespace: str,
+    pod: str,
+    container: str | None,
+    tail: int | None,
+    seconds: float,
+    *,
+    previous: bool = False,
 ) -> AsyncIterator[str]:
-    kwargs: dict[str, Any] = {"follow": True}
+    kwargs: dict[str, Any] = {"previous": True} if previous else {"follow": True}
     if container:
         kwargs["container"] = container
     if tail is not None:
