@@ -376,6 +376,8 @@ class Supervisor:
             changed = self.due_restarts() or changed
             if changed:
                 self.advance()
+                if self.finished_pod() and not self.writers:
+                    break  # nothing left to drain: the final state below is the only write
                 self.write_state()
             if self.finished_pod():
                 break
