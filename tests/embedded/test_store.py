@@ -9,7 +9,7 @@ import pytest
 
 from airflow_provider_training.embedded import store as store_module
 from airflow_provider_training.embedded.apiserver.patch import strategic_merge_patch
-from airflow_provider_training.embedded.store import GoneError, Store, StoreVersionError
+from airflow_provider_training.embedded.store import AlreadyExistsError, GoneError, Store, StoreVersionError
 
 
 def _cm(name: str, **labels: str) -> dict:
@@ -27,6 +27,22 @@ def test_one_monotonic_resource_version_across_resources(tmp_path: Path) -> None
     reopened = Store(tmp_path / "s.db")
     assert reopened.resource_version == rvs[-1]
     assert [e.type for e in reopened.events_since(0)] == ["ADDED", "ADDED", "MODIFIED"]
+
+
+def test_create_many_gives_each_object_its_own_version_in_order(tmp_path: Path) -> None:
+    s = Store(tmp_path / "s.db")
+    seen = []
+    s.subscribe(lambda e: seen.append((e.name, e.rv)))
+    s.create("core/configmaps", _cm("taken"))
+    with pytest.raises(AlreadyExistsError):
+        s.create_many("core/configmaps", [_cm("new"), _cm("taken")])
+    assert s.get("core/configmaps", "ns", "new") is None  # all or nothing
+    made = s.create_many("core/configmaps", [_cm("b"), _cm("a"), _cm("c")])
+    rvs = [int(o["metadata"]["resourceVersion"]) for o in made]
+    assert rvs == [2, 3, 4] and s.resource_version == 4
+    assert seen[1:] == [("b", 2), ("a", 3), ("c", 4)]
+    assert [(e.name, e.rv) for e in s.events_since(1)] == [("b", 2), ("a", 3), ("c", 4)]
+    assert s.get("core/configmaps", "ns", "a")["metadata"]["resourceVersion"] == "3"
 
 
 def test_finalizers_hold_deletion_until_removed(tmp_path: Path) -> None:

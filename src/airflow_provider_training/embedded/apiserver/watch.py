@@ -62,7 +62,7 @@ async def watch(request: Request, ctx: ServerContext, target: Target) -> Respons
     since = query.get("resourceVersion") or ""
     limits.resource_version(since)
 
-    queue: asyncio.Queue[WatchEvent] = asyncio.Queue()
+    queue: asyncio.Queue[WatchEvent | None] = asyncio.Queue()  # None: the wait timed out
     loop = asyncio.get_running_loop()
 
     def listener(event: WatchEvent) -> None:
@@ -108,28 +108,39 @@ async def watch(request: Request, ctx: ServerContext, target: Target) -> Respons
                 if now >= deadline:
                     return
                 wait = min(deadline, next_bookmark) - now if bookmarks else deadline - now
-                try:
-                    # what is already queued is taken at once (wait_for costs a task per call)
-                    event = (
-                        queue.get_nowait()
-                        if not queue.empty()
-                        else await asyncio.wait_for(queue.get(), max(wait, 0.001))
-                    )
-                except asyncio.TimeoutError:
+                event = queue.get_nowait() if not queue.empty() else await _next(queue, max(wait, 0.001))
+                if event is None:
                     if bookmarks and time.monotonic() >= next_bookmark:
                         yield line("BOOKMARK", _bookmark(rt.kind, rt.api_version, last_rv))
                         next_bookmark = time.monotonic() + ctx.settings.bookmark_interval
                     continue
-                if event.rv <= last_rv:
-                    continue
-                last_rv = event.rv
-                translated = _translate(event, matches, line)
-                if translated is not None:
-                    yield translated
+                # a burst (one pass's pods, say) goes out as one chunk: one TLS record and one send
+                burst: list[bytes] = []
+                while event is not None:
+                    if event.rv > last_rv:
+                        last_rv = event.rv
+                        translated = _translate(event, matches, line)
+                        if translated is not None:
+                            burst.append(translated)
+                    event = queue.get_nowait() if not queue.empty() else None
+                if burst:
+                    yield b"".join(burst)
         finally:
             unsubscribe()
 
     return StreamingResponse(stream(), media_type="application/json")
+
+
+async def _next(queue: asyncio.Queue[WatchEvent | None], timeout: float) -> WatchEvent | None:
+    """The next event, or None after ``timeout`` seconds. A timer that queues None rather than
+    ``wait_for``: no task per wait, so an event reaches the client one loop pass after its commit,
+    ahead of the controllers' reconciles the same commit starts (a timer that fired after an event
+    leaves a None, read later as a spurious timeout: harmless)."""
+    timer = asyncio.get_running_loop().call_later(timeout, queue.put_nowait, None)
+    try:
+        return await queue.get()
+    finally:
+        timer.cancel()
 
 
 def _translate(

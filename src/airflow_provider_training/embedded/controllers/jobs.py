@@ -23,7 +23,7 @@ from typing import Any
 
 from airflow_provider_training.embedded import canonical, runtime
 from airflow_provider_training.embedded.controllers.refs import owner_references
-from airflow_provider_training.embedded.events import record_event
+from airflow_provider_training.embedded.events import record_events
 from airflow_provider_training.embedded.network import LocalAddressing, shared_network
 from airflow_provider_training.embedded.resources import BY_KEY, BY_KIND, PODS, RESOURCE_TYPES, ResourceType
 from airflow_provider_training.embedded.runtime import ControllerContext, For, Owns, WorkQueue
@@ -120,9 +120,6 @@ class JobController:
         items = self.store.list(resource, job.namespace, label_equals=terms).items
         uid = job.metadata.uid
         return [o for o in items if any(r.get("uid") == uid and r.get("controller") for r in owner_references(o))]
-
-    def event(self, obj: dict[str, Any], e: Event) -> None:
-        record_event(self.store, obj, e.type, e.reason, e.message, COMPONENT)
 
 
 class Pass:
@@ -319,5 +316,5 @@ class Pass:
                 raise ConflictError(self.job.name)
             current["status"] = after
             self.obj = self.store.update(self.resource, current, check_rv=False)
-        for e in self.events:
-            self.c.event(self.obj, e)
+        # the pass's events in one transaction (a first pass records eight)
+        record_events(self.store, [(self.obj, e.type, e.reason, e.message, COMPONENT) for e in self.events])

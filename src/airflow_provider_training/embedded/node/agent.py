@@ -40,7 +40,7 @@ from typing import Any
 
 from airflow_provider_training.embedded import podlogs
 from airflow_provider_training.embedded import runtime as controller_runtime
-from airflow_provider_training.embedded.events import record_event
+from airflow_provider_training.embedded.events import record_event, record_events
 from airflow_provider_training.embedded.network import LOCALHOST, Network, shared_network
 from airflow_provider_training.embedded.node import isolation, lifecycle, podspec, podstatus
 from airflow_provider_training.embedded.node.capacity import Capacity
@@ -410,16 +410,21 @@ class NodeAgent:
                 started_pods.append(pod)
             else:
                 self.capacity.release(uid)
-        # the scheduler's events once every process of the group is on its way
-        for pod in started_pods:
-            meta = pod["metadata"]
-            self._event(
-                pod,
-                "Normal",
-                "Scheduled",
-                f"Successfully assigned {meta['namespace']}/{meta['name']} to {podspec.NODE_NAME}",
-                component="default-scheduler",
-            )
+        # the scheduler's events once every process of the group is on its way, in one transaction
+        record_events(
+            self.store,
+            [
+                (
+                    pod,
+                    "Normal",
+                    "Scheduled",
+                    f"Successfully assigned {pod['metadata']['namespace']}/{pod['metadata']['name']} to "
+                    f"{podspec.NODE_NAME}",
+                    "default-scheduler",
+                )
+                for pod in started_pods
+            ],
+        )
 
     def _unschedulable(self, pod: dict[str, Any], message: str) -> None:
         uid = pod["metadata"]["uid"]
@@ -508,14 +513,14 @@ class NodeAgent:
         """Read the supervisor's state; record its events; write the pod's status when it changed
         (a final phase at once, anything else once the report window has passed, so that a burst
         of changes is one write). Returns the seconds until a deferred write is due."""
+        pod = None
         if self._read_state(tracked):
             events = podstatus.container_events(
                 tracked.state or {}, tracked.seen, tracked.name, tracked.namespace, tracked.uid
             )
             pod = self.store.get(PODS.key, tracked.namespace, tracked.name) if events else None
             if pod is not None and pod["metadata"].get("uid") == tracked.uid:
-                for event in events:
-                    self._event(pod, *event)
+                record_events(self.store, [(pod, *event, COMPONENT) for event in events])
             if tracked.unwritten_since is None:
                 tracked.unwritten_since = time.monotonic()
         if tracked.deleting or tracked.unwritten_since is None:
@@ -524,7 +529,7 @@ class NodeAgent:
         wait = tracked.unwritten_since + self.window - time.monotonic()
         if not final and wait > 0:
             return wait
-        self._report(tracked)
+        self._report(tracked, pod)  # (the events are other objects: the pod just read is current)
         return None
 
     def _read_state(self, tracked: Tracked) -> bool:
@@ -554,9 +559,10 @@ class NodeAgent:
             self._release(tracked.uid)
         return True
 
-    def _report(self, tracked: Tracked) -> None:
+    def _report(self, tracked: Tracked, pod: dict[str, Any] | None = None) -> None:
         tracked.unwritten_since = None
-        pod = self.store.get(PODS.key, tracked.namespace, tracked.name)
+        if pod is None:
+            pod = self.store.get(PODS.key, tracked.namespace, tracked.name)
         if pod is None or pod["metadata"].get("uid") != tracked.uid:
             if not tracked.deleting:
                 self._terminate(tracked)  # deleted (or replaced) while no event told this node
