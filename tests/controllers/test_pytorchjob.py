@@ -195,11 +195,25 @@ def test_active_deadline_is_enforced_on_time(jobs: Jobs) -> None:
             {
                 "Master": replica("import time; print('up', flush=True); time.sleep(60)"),
             },
-            runPolicy={"activeDeadlineSeconds": 1, "cleanPodPolicy": "Running"},
+            # 3 s: time to see the replica Running (and its pid) on a loaded machine before it is stopped
+            runPolicy={"activeDeadlineSeconds": 3, "cleanPodPolicy": "Running"},
         )
     )
-    wait_for(lambda: jobs.pods("deadline") and jobs.pods("deadline")[0].status.phase == "Running", 10, "running")
-    pid = int(jobs.pods("deadline")[0].status.container_statuses[0].container_id.split("//")[1])
+    running: list[Any] = []
+
+    def master_running() -> bool:  # one list per look: the pod may go between two
+        pods = jobs.pods("deadline")
+        running[:] = [
+            p
+            for p in pods
+            if p.status.phase == "Running"
+            and p.status.container_statuses
+            and p.status.container_statuses[0].container_id
+        ]
+        return bool(running)
+
+    wait_for(master_running, 10, "running")
+    pid = int(running[0].status.container_statuses[0].container_id.split("//")[1])
     started = time.monotonic()
     failed = jobs.wait("PyTorchJob", "deadline", "Failed", timeout=40)
     # a timer, not the next unrelated event (the replica would sleep 60 s); the margin is for a
