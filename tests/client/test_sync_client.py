@@ -234,6 +234,19 @@ def test_log_follower_prefixes_lines_and_follows_only_selected_replicas(
     assert lines == ["[f-master-0] epoch 1", "[f-master-0] epoch 2"]
 
 
+def test_log_follower_stopped_at_once_still_prints_a_finished_job_s_lines(
+    job_client: TrainingJobClient, test_namespace: str
+) -> None:
+    """A job that ends before the follower's watch reaches its pods (a retry reattaching to a job
+    that finishes right away) still has its replicas' lines in the task log."""
+    job_client.create(job(name="quick", script="print('trained', flush=True)"), namespace=test_namespace)
+    job_client.wait("PyTorchJob", "quick", test_namespace, timeout=30)
+    lines: list[str] = []
+    follower = LogFollower(job_client, "PyTorchJob", "quick", test_namespace, sink=lines.append).start()
+    follower.stop(drain=5)
+    assert lines == ["[quick-master-0] trained"]
+
+
 def test_a_stalled_log_stream_does_not_hold_up_stop(job_client: TrainingJobClient, test_namespace: str) -> None:
     job_client.create(
         job(name="stall", script="import time; print('only line', flush=True); time.sleep(120)"),

@@ -60,15 +60,25 @@ class LogFollower:
         return self
 
     def stop(self, drain: float = 5.0) -> None:
-        """Stop watching; let running streams finish for up to ``drain`` seconds, then close them."""
-        self._stop.set()
+        """Stop watching; let running streams finish for up to ``drain`` seconds, then close them.
+        Replicas the watch had not reached yet (a job that ended right away) are read once too."""
         deadline = time.monotonic() + drain
+        self._stop.set()
+        self._catch_up()
         for thread in list(self._threads):
             thread.join(max(0.0, deadline - time.monotonic()))
         with self._lock:
             streams = list(self._streams.values())
         for response in streams:
             _abort(response)
+
+    def _catch_up(self) -> None:
+        try:
+            pods = self.client.pods(self.kind, self.name, self.namespace, uid=self.uid)
+        except ApiError:  # the logs are a courtesy: the job's outcome is already known
+            return
+        for pod in pods:
+            self._consider(pod)
 
     def _watch_pods(self) -> None:
         selector = pod_selector(self.kind, self.name)
