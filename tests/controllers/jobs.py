@@ -49,7 +49,23 @@ class Jobs:
                     return obj
             return None
 
-        return wait_for(done, timeout, f"{kind} {name} to be {condition}")
+        try:
+            return wait_for(done, timeout, f"{kind} {name} to be {condition}")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{self.describe(name)}") from None
+
+    def describe(self, name: str) -> str:
+        """Each pod's phase, restarts and last log lines: what a timed-out wait shows."""
+        out = []
+        for pod in self.pods(name):
+            statuses = pod.status.container_statuses or []
+            restarts = sum(s.restart_count or 0 for s in statuses)
+            try:
+                tail = self.logs(pod.metadata.name).splitlines()[-15:]
+            except Exception as exc:  # a diagnostic: any failure to read is itself the answer
+                tail = [f"(no log: {exc})"]
+            out.append(f"--- {pod.metadata.name}: {pod.status.phase}, restarts {restarts}\n" + "\n".join(tail))
+        return "\n".join(out)
 
     def pods(self, name: str) -> list[Any]:
         selector = f"training.kubeflow.org/job-name={name}"

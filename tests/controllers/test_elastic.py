@@ -43,7 +43,7 @@ def test_elastic_workers_meet_at_the_c10d_rendezvous_and_train(
             elasticPolicy={"minReplicas": 2, "maxReplicas": 2, "rdzvBackend": "c10d", "maxRestarts": 3},
         )
     )
-    done = jobs.wait("PyTorchJob", "elastic", "Succeeded", timeout=120)
+    done = jobs.wait("PyTorchJob", "elastic", "Succeeded", timeout=180)
     assert conditions(done)[-1] == (
         "Succeeded",
         "True",

@@ -35,3 +35,17 @@ def test_a_batch_of_allocations_is_written_once_at_its_end(tmp_path: Path) -> No
     assert json.loads(path.read_text())["hosts"] == {"ns/a": first, "ns/b": network.pod_address("ns", "b")}
     network.release_pod("ns", "a")
     assert "ns/a" not in json.loads(path.read_text())["hosts"]
+
+
+def test_replica_ports_come_from_below_the_ephemeral_range_and_are_free(tmp_path: Path) -> None:
+    """The kernel never picks these for outgoing connections, so a port stays the replica's between
+    its allocation and the replica binding it."""
+    import socket
+
+    from airflow_provider_training.embedded.network import _ephemeral_start
+
+    network = Network(tmp_path / "network.json", routable=True)
+    ports = {network.port("ns", f"p{i}", "pytorchjob-port") for i in range(50)}
+    assert len(ports) == 50 and all(1024 <= p < _ephemeral_start() for p in ports)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", next(iter(ports))))  # not held by anything

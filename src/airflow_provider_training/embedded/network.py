@@ -16,6 +16,7 @@ import contextlib
 import ipaddress
 import json
 import os
+import random
 import socket
 import threading
 from collections.abc import Iterator
@@ -38,8 +39,31 @@ def loopback_routable() -> bool:
     return True
 
 
+def _ephemeral_start() -> int:
+    """The first port the kernel hands out for outgoing connections and ``bind(port 0)``."""
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    return 32768  # Linux's default; macOS starts at 49152
+
+
 def free_port(host: str = LOCALHOST) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+    """A free port *below* the ephemeral range. A replica binds its port some time after it is
+    allocated; a port from the ephemeral range could meanwhile become the local port of any
+    outgoing connection on the machine, and the replica (a rendezvous store, a parameter server)
+    would fail to listen or wait for peers that never come. A port that no socket holds and the
+    kernel never picks on its own stays the replica's."""
+    end = _ephemeral_start()
+    start = max(1024, end - 12000)
+    rng = random.SystemRandom()
+    for _ in range(200):
+        port = rng.randrange(start, end)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind((host, port))
+            except OSError:
+                continue
+            return port
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:  # a crowded range: any free port
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
 
