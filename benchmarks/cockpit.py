@@ -18,6 +18,7 @@ deployment uses ``kubernetes_asyncio`` here: the DAG's training task is synchron
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import tempfile
 import time
@@ -59,7 +60,7 @@ def wait_for(what: str, check: Any, timeout: float = 180.0) -> Any:
 
 
 def start(root: Path) -> tuple[Any, Any, Any, Path]:
-    from tests.fixtures import airflow_deployment as fixture
+    from tests.fixtures.airflow_deployment import start_deployment
     from tests.fixtures.registry import RunningRegistry
 
     from airflow_provider_training import embedded
@@ -68,30 +69,15 @@ def start(root: Path) -> tuple[Any, Any, Any, Path]:
     (root / "registry").mkdir()
     registry = RunningRegistry(root / "registry", auth="none")
     registry.start()
-    home = root / "airflow"
-    (home / "process-logs").mkdir(parents=True)
     hook = root / "hook"
     hook.mkdir()
     (hook / "sitecustomize.py").write_text(COUNTER)
     requests = root / "requests.log"
-    port = fixture.free_port()
-    password_file = home / "passwords.json"
-    password_file.write_text('{"admin": "admin-bench"}')
-    env = fixture._environment(home, port, password_file, plane, registry)
-    env["PYTHONPATH"] = f"{hook}:{env.get('PYTHONPATH', '')}"
-    env["COCKPIT_BENCH_REQUESTS"] = str(requests)
-    deployment = fixture.AirflowDeployment(
-        home=home,
-        base_url=f"http://127.0.0.1:{port}",
-        env=env,
-        username="admin",
-        password="admin-bench",
-        process_logs=home / "process-logs",
-    )
-    deployment.cli("db", "migrate", timeout=600)
-    for name in fixture.DAEMONS:
-        deployment.start(name)
-    fixture._wait_http(deployment, timeout=180)
+    extra_env = {
+        "PYTHONPATH": f"{hook}:{os.environ.get('PYTHONPATH', '')}",
+        "COCKPIT_BENCH_REQUESTS": str(requests),
+    }
+    deployment = start_deployment(root / "airflow", plane, registry, extra_env)
     return plane, registry, deployment, requests
 
 
