@@ -48,6 +48,7 @@ class LogFollower:
         if kind == "TrainJob":  # its pods are owned by the JobSet's Jobs; the label names the TrainJob
             self.uid = None
         self._stop = threading.Event()
+        self._closed = False
         self._lock = threading.Lock()
         self._followed: dict[str, int] = {}  # pod -> restart count being / already followed
         self._streams: dict[str, Any] = {}
@@ -64,9 +65,13 @@ class LogFollower:
         Replicas the watch had not reached yet (a job that ended right away) are read once too."""
         deadline = time.monotonic() + drain
         self._stop.set()
-        self._catch_up()
+        # in a thread, within the drain time: an unresponsive server must not hold up stop()
+        catch_up = threading.Thread(target=self._catch_up, name=f"catch-up-{self.name}", daemon=True)
+        catch_up.start()
+        catch_up.join(max(0.0, deadline - time.monotonic()))
         for thread in list(self._threads):
             thread.join(max(0.0, deadline - time.monotonic()))
+        self._closed = True
         with self._lock:
             streams = list(self._streams.values())
         for response in streams:
@@ -78,6 +83,8 @@ class LogFollower:
         except ApiError:  # the logs are a courtesy: the job's outcome is already known
             return
         for pod in pods:
+            if self._closed:  # the answer came after stop() had returned: nothing more to the sink
+                return
             self._consider(pod)
 
     def _watch_pods(self) -> None:
