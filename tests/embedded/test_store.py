@@ -45,6 +45,24 @@ def test_create_many_gives_each_object_its_own_version_in_order(tmp_path: Path) 
     assert s.get("core/configmaps", "ns", "a")["metadata"]["resourceVersion"] == "3"
 
 
+def test_create_missing_writes_a_passs_objects_of_any_kind_in_one_go_and_skips_taken_names(tmp_path: Path) -> None:
+    s = Store(tmp_path / "s.db")
+    seen = []
+    s.subscribe(lambda e: seen.append((e.resource, e.name, e.rv)))
+    s.create("core/services", _cm("taken"))
+    made = s.create_missing(
+        [
+            ("core/pods", _cm("taken")),
+            ("core/services", _cm("taken")),
+            ("core/services", _cm("new")),
+            ("core/pods", _cm("x")),
+        ]
+    )
+    assert [None if o is None else o["metadata"]["resourceVersion"] for o in made] == ["2", None, "3", "4"]
+    assert seen[1:] == [("core/pods", "taken", 2), ("core/services", "new", 3), ("core/pods", "x", 4)]
+    assert s.create_missing([("core/pods", _cm("x"))]) == [None] and s.resource_version == 4  # nothing written
+
+
 def test_finalizers_hold_deletion_until_removed(tmp_path: Path) -> None:
     s = Store(tmp_path / "s.db")
     obj = _cm("held")

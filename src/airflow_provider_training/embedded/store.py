@@ -345,19 +345,33 @@ class Store:
         """Store new objects in one transaction (one resourceVersion each, in order, as ``create``
         one by one would give them): for records such as Events that a controller writes in bursts.
         ``AlreadyExistsError`` for any name stores none of them."""
-        out = [json.loads(_dumps(obj)) for obj in objs]
-        if not out:
-            return out
+        created = self._create_all([(resource, obj) for obj in objs], skip_existing=False)
+        return [obj for obj in created if obj is not None]
+
+    def create_missing(self, items: builtins.list[tuple[str, dict[str, Any]]]) -> builtins.list[dict[str, Any] | None]:
+        """Store the (resource, object) pairs whose names are free, in one transaction and in order
+        (one resourceVersion each, as ``create`` one by one would give them); None for a name that
+        exists, as ``create`` would refuse it: a controller's pass writes what it lacks at once."""
+        return self._create_all(items, skip_existing=True)
+
+    def _create_all(
+        self, items: builtins.list[tuple[str, dict[str, Any]]], *, skip_existing: bool
+    ) -> builtins.list[dict[str, Any] | None]:
+        out: builtins.list[dict[str, Any] | None] = []
         with self._lock:
             rv = self._rv
             changes: builtins.list[tuple[str, str, dict[str, Any], dict[str, Any] | None]] = []
             names = set()
-            for obj in out:
+            for resource, given in items:
+                obj = json.loads(_dumps(given))
                 meta = obj.setdefault("metadata", {})
-                namespace, name = meta.get("namespace", ""), meta["name"]
-                if (namespace, name) in names or self._exists(resource, namespace, name):
-                    raise AlreadyExistsError(name)
-                names.add((namespace, name))
+                key = (resource, meta.get("namespace", ""), meta["name"])
+                if key in names or self._exists(*key):
+                    if not skip_existing:
+                        raise AlreadyExistsError(meta["name"])
+                    out.append(None)
+                    continue
+                names.add(key)
                 rv += 1
                 meta["uid"] = str(uuid.uuid4())
                 meta["creationTimestamp"] = now_timestamp()
@@ -365,7 +379,9 @@ class Store:
                 meta["resourceVersion"] = str(rv)
                 meta.pop("deletionTimestamp", None)
                 changes.append(("ADDED", resource, obj, None))
-            self._commit(self._rv + 1, changes)
+                out.append(obj)
+            if changes:
+                self._commit(self._rv + 1, changes)
         return out
 
     def update(self, resource: str, obj: dict[str, Any], *, check_rv: bool = True) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from airflow_provider_training.embedded.events import record_events
 from airflow_provider_training.embedded.network import LocalAddressing, shared_network
 from airflow_provider_training.embedded.resources import BY_KEY, BY_KIND, PODS, RESOURCE_TYPES, ResourceType
 from airflow_provider_training.embedded.runtime import ControllerContext, For, Owns, WorkQueue
-from airflow_provider_training.embedded.store import AlreadyExistsError, ConflictError, NotFoundError, Store, WatchEvent
+from airflow_provider_training.embedded.store import ConflictError, NotFoundError, Store, WatchEvent
 from airflow_provider_training.frameworks import Event, PodState, objects, plugin, replicas, restarts, runpolicy
 from airflow_provider_training.frameworks import conditions as cond
 from airflow_provider_training.frameworks import labels as lbl
@@ -134,6 +134,7 @@ class Pass:
         self.status = job.status.model_copy(deep=True) if job.status is not None else JobStatus()
         self.before = dump_status(self.status)
         self.events: list[Event] = []
+        self.pending: list[tuple[ResourceType, dict[str, Any], str | None, str]] = []
         self.pods = c.job_pods(p, job)
         self.states = [PodState.from_pod(pod, p.info.default_container) for pod in self.pods]
 
@@ -202,6 +203,7 @@ class Pass:
         with self.c.addressing.network.batch():  # the pass's allocations persisted once
             for action in self.p.plan_pods(self.job, self.states, services, self.c.addressing):
                 self.carry_out(action)
+            self.create_pending()
 
     def carry_out(self, action: PodAction) -> None:
         """One step of the plan."""
@@ -239,14 +241,18 @@ class Pass:
         self.create(PODS, pod, "SuccessfulCreatePod", f"Created pod: {name}")
 
     def create(self, rt: ResourceType, obj: dict[str, Any], reason: str | None, message: str) -> None:
+        """Queue ``obj`` for ``create_pending``: a pass writes what its plan creates in one transaction."""
         if rt is PODS:
             canonical.pod(obj)  # the API server's defaults and canonical quantities
-        try:
-            self.store.create(rt.key, obj)
-        except AlreadyExistsError:
-            return
-        if reason:
-            self.events.append(Event("Normal", reason, message))
+        self.pending.append((rt, obj, reason, message))
+
+    def create_pending(self) -> None:
+        """Store the objects the plan created, in its order; one that exists already is left as it is."""
+        pending, self.pending = self.pending, []
+        created = self.store.create_missing([(rt.key, obj) for rt, obj, _, _ in pending])
+        for (_, _, reason, message), obj in zip(pending, created, strict=True):
+            if obj is not None and reason:
+                self.events.append(Event("Normal", reason, message))
 
     def delete(self, rt: ResourceType, name: str, reason: str, message: str) -> None:
         try:
