@@ -105,6 +105,8 @@ class Tracked:
     binding: dict[str, Any] | None = None
     # Since when the pod has a change not yet written (monotonic), None when the store is current.
     unwritten_since: float | None = None
+    address: str = ""  # the pod's address, published (``podspec.endpoints_dir``) once a container started
+    published: bool = False
 
     @property
     def key(self) -> Key:
@@ -148,6 +150,9 @@ class NodeAgent:
         self.backoff = backoff_settings()
         self.retry_initial, self.retry_max = retry_settings()
         self.socket_path = self.node_dir / "agent.sock"
+        # published again by the pods found running below (a pod gone while the daemon was down is not)
+        shutil.rmtree(podspec.endpoints_dir(self.node_dir), ignore_errors=True)
+        podspec.endpoints_dir(self.node_dir).mkdir(parents=True, exist_ok=True)
         self.supervisors = lifecycle.Supervisors(self.node_dir)
         transport = await self._listen()
         log.info(
@@ -223,6 +228,7 @@ class NodeAgent:
                 shutil.rmtree(directory, ignore_errors=True)
                 continue
             tracked = Tracked(spec["uid"], spec["namespace"], spec["pod"], directory)
+            tracked.address = str(spec.get("podIP") or "")
             pod = self.store.get(PODS.key, tracked.namespace, tracked.name)
             self.tracked[tracked.uid] = tracked
             if pod is None or pod["metadata"].get("uid") != tracked.uid:
@@ -461,6 +467,7 @@ class NodeAgent:
         (directory / "spec.json").write_text(json.dumps(spec))
         process = self.supervisors.spawn(directory)
         tracked = Tracked(uid, namespace, name, directory, process)
+        tracked.address = pod_ip
         tracked.binding = self._binding(pod, pod_ip, now_timestamp())
         tracked.unwritten_since = tracked.started
         self.tracked[uid] = tracked
@@ -515,6 +522,7 @@ class NodeAgent:
         of changes is one write). Returns the seconds until a deferred write is due."""
         pod = None
         if self._read_state(tracked):
+            self._publish(tracked)
             events = podstatus.container_events(
                 tracked.state or {}, tracked.seen, tracked.name, tracked.namespace, tracked.uid
             )
@@ -531,6 +539,23 @@ class NodeAgent:
             return wait
         self._report(tracked, pod)  # (the events are other objects: the pod just read is current)
         return None
+
+    def _publish(self, tracked: Tracked) -> None:
+        """The pod's address resolves once one of its containers has started (``init-pytorch`` of
+        the workers waits for the master's)."""
+        if tracked.published or not tracked.address or tracked.deleting:
+            return
+        statuses = (tracked.state or {}).get("containerStatuses") or []
+        if any("running" in (s.get("state") or {}) or "terminated" in (s.get("state") or {}) for s in statuses):
+            tracked.published = True
+            with contextlib.suppress(OSError):
+                (podspec.endpoints_dir(self.node_dir) / tracked.address).touch()
+
+    def _unpublish(self, tracked: Tracked) -> None:
+        if tracked.published:
+            tracked.published = False
+            with contextlib.suppress(OSError):
+                (podspec.endpoints_dir(self.node_dir) / tracked.address).unlink()
 
     def _read_state(self, tracked: Tracked) -> bool:
         """Whether the supervisor wrote a new state (kept in ``tracked.state``); notices a supervisor
@@ -625,6 +650,7 @@ class NodeAgent:
     # -- stopping pods --------------------------------------------------------------------------
     def _terminate(self, tracked: Tracked) -> None:
         tracked.deleting = True
+        self._unpublish(tracked)
         (tracked.directory / "deleted").touch()
         self._release(tracked.uid)
         if lifecycle.alive(tracked.directory):

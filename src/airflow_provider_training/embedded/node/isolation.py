@@ -40,7 +40,7 @@ _MS_REMOUNT = 32
 _MS_BIND = 4096
 _MS_REC = 16384
 _MS_PRIVATE = 1 << 18
-_MNT_DETACH = 2
+_MS_UNBINDABLE = 1 << 17
 
 
 @dataclass(frozen=True)
@@ -102,9 +102,12 @@ class _Mounter:
         with open("/proc/self/gid_map", "w") as f:
             f.write(f"{gid} {gid} 1")
 
-    def populate(self, new_dir: str, real_dir: str) -> None:
-        """Make ``new_dir`` (a fresh tmpfs) show every entry of ``real_dir`` through bind mounts."""
+    def populate(self, new_dir: str, real_dir: str, unbindable: bool = False) -> None:
+        """Make ``new_dir`` (a fresh tmpfs) show every entry of ``real_dir`` through bind mounts;
+        ``unbindable``: the new tmpfs is left out of recursive binds made afterwards."""
         self.mount("tmpfs", new_dir, "tmpfs", 0, "mode=755")
+        if unbindable:
+            self.mount(None, new_dir, None, _MS_UNBINDABLE)
         self.skeletons.add(new_dir)
         for entry in os.scandir(real_dir):
             target = os.path.join(new_dir, entry.name)
@@ -139,18 +142,17 @@ class _Mounter:
         return current
 
 
-def enter(root: str, mounts: list[Mount], workdir: str | None) -> None:
-    """In the calling process (a container about to exec): private mount namespace, chroot to a
-    view of ``/`` with ``mounts`` added, then ``chdir(workdir)`` (created in the view if missing)."""
+def enter(root: str, mounts: list[Mount], workdir: str | None, workdirs: tuple[str, ...] = ()) -> None:
+    """In the calling process (a container about to exec, or a pod's supervisor): private mount
+    namespace, chroot to a view of ``/`` with ``mounts`` added, then ``chdir(workdir)`` (created in
+    the view if missing, as is each of ``workdirs``)."""
+    root = os.path.realpath(root)
     m = _Mounter()
     m.unshare()
     m.mount(None, "/", None, _MS_REC | _MS_PRIVATE)
-    m.populate(root, "/")
-    # The recursive bind of the directory holding ``root`` copied the new root into itself.
-    inner = os.path.join(root, root.lstrip("/"))
-    if os.path.isdir(inner):
-        with contextlib.suppress(IsolationError):
-            _check(m.libc.umount2(inner.encode(), _MNT_DETACH), f"umount {inner}")
+    # Unbindable, so the recursive bind of the directory holding ``root`` does not copy the new root
+    # into itself (unmounting that copy made the kernel wait for an RCU grace period).
+    m.populate(root, "/", unbindable=True)
     for mount in sorted(mounts, key=lambda x: x.target.count("/")):
         # Through the host's symlinks (/var/run -> /run): the view holds the same links, and a bind
         # mount made under a link's absolute target would land outside the new root.
@@ -159,10 +161,21 @@ def enter(root: str, mounts: list[Mount], workdir: str | None) -> None:
         if mount.read_only:
             with contextlib.suppress(IsolationError):
                 m.mount(None, target, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY)
-    if workdir and not os.path.lexists(os.path.join(root, workdir.lstrip("/"))):
-        m.materialize(root, workdir, True)
+    for directory in (workdir, *workdirs):
+        if directory and not os.path.lexists(os.path.join(root, directory.lstrip("/"))):
+            m.materialize(root, directory, True)
     os.chroot(root)
     os.chdir(workdir or "/")
+
+
+def shadows(mounts: list[Mount], paths: list[str]) -> bool:
+    """Whether a mount of ``mounts`` covers one of ``paths`` (or an ancestor of one) in a view."""
+    targets = [os.path.realpath(m.target) for m in mounts]
+    for path in paths:
+        real = os.path.realpath(path)
+        if any(real == t or real.startswith(t.rstrip("/") + "/") for t in targets):
+            return True
+    return False
 
 
 def join(pid: int, workdir: str | None) -> bool:

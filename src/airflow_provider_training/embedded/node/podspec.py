@@ -51,9 +51,10 @@ _SUFFIXES: dict[str, int | Decimal] = {
     "P": 10**15,
     "E": 10**18,
 }
-# Built-in init containers of the operator that mean nothing on one machine: init-pytorch waits for
-# the master's DNS name (a loopback address resolves at once); kubectl-delivery copies kubectl for
-# MPI, which the node agent delivers itself (``podexec``).
+# Built-in init containers of the operator, done by the node without a process: init-pytorch waits
+# for the master's name to resolve (here: for its address to be published once the master's
+# container runs, ``resolution_wait``); kubectl-delivery copies kubectl for MPI, which the node agent
+# delivers itself (``podexec``).
 BUILTIN_INIT = {pytorch.INIT_CONTAINER_NAME, mpi.KUBECTL_DELIVERY_NAME}
 
 
@@ -422,7 +423,11 @@ def build(
             del gpu_left[:n]
         elif node_has_gpus and "CUDA_VISIBLE_DEVICES" not in env:
             env["CUDA_VISIBLE_DEVICES"] = ""
-        if init and name in BUILTIN_INIT:
+        # The operator's own init containers run no process (``builtin``, see the supervisor): no
+        # view, and no memory cgroup for their 20Mi limit (joining one makes the kernel wait for an
+        # RCU grace period while it holds back every fork and exit on the machine: ~20 ms a pod).
+        builtin = init and name in BUILTIN_INIT
+        if builtin:
             argv = ["true"]
         else:
             argv = expand_command(container.get("command"), env) + expand_command(container.get("args"), env)
@@ -432,20 +437,26 @@ def build(
                 f"container {name} has no command: the embedded control plane runs no image entrypoints, "
                 "so set command (and args)",
             )
-        memory_limit = int(parse_quantity(limits["memory"])) if "memory" in limits else None
+        memory_limit = int(parse_quantity(limits["memory"])) if "memory" in limits and not builtin else None
         rootfs = pod_dir / f"rootfs-{name}"
-        rootfs.mkdir(parents=True, exist_ok=True)
+        volumes = [] if builtin else mounts(container, dirs, read_only)
+        if not builtin:
+            rootfs.mkdir(parents=True, exist_ok=True)
         return {
             "name": name,
             "image": container.get("image", ""),
             "argv": argv,
             "env": env,
-            "workdir": ctx.runtime.working_dir(container, pod),
-            "mounts": [
-                m.to_dict() for m in mounts(container, dirs, read_only) if inclusterconfig.mountable(m, ctx.isolation)
-            ],
+            "workdir": None if builtin else ctx.runtime.working_dir(container, pod),
+            "mounts": [m.to_dict() for m in volumes if inclusterconfig.mountable(m, ctx.isolation)],
             "memoryLimit": memory_limit,
             "rootfs": str(rootfs),
+            "builtin": builtin,
+            **(
+                {"waitFor": resolution_wait(ctx.node_dir, container)}
+                if builtin and name == pytorch.INIT_CONTAINER_NAME
+                else {}
+            ),
         }
 
     return {
@@ -458,6 +469,30 @@ def build(
         "containers": [container_spec(c, False) for c in spec.get("containers") or []],
         "restartPolicy": spec.get("restartPolicy") or "Always",
         "gracePeriod": float(spec.get("terminationGracePeriodSeconds", 30)),
+    }
+
+
+_LOOKUP = re.compile(r"nslookup\s+([A-Za-z0-9.-]+)")
+
+
+def endpoints_dir(node_dir: Path) -> Path:
+    """Where the node agent publishes the address of each pod whose containers have started (a
+    headless Service's name resolves once its pod is up): one empty file per address."""
+    return node_dir / "endpoints"
+
+
+def resolution_wait(node_dir: Path, container: dict[str, Any]) -> dict[str, Any]:
+    """What ``init-pytorch`` waits for: the name it looks up (the master's address here) published
+    by the agent, for as long as its ``nslookup`` tries would last (2 s apart)."""
+    text = " ".join(str(part) for part in (container.get("command") or []) + (container.get("args") or []))
+    match = _LOOKUP.search(text)
+    if match is None:
+        return {}
+    name = match.group(1)
+    return {
+        "name": name,
+        "path": str(endpoints_dir(node_dir) / name),
+        "timeout": float(pytorch.INIT_CONTAINER_MAX_TRIES * 2),
     }
 
 

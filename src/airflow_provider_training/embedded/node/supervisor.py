@@ -69,6 +69,8 @@ class Container:
     oom: bool = False
     limiter: memory.Limiter | None = None
     fd: int = -1  # the read end of this start's output pipe
+    wait_until: float | None = None  # a built-in init container waiting for its name (monotonic deadline)
+    wait_poll: float = 0.0
     recorded: dict[str, Any] = field(default_factory=dict)  # orphans.record() of the running process
 
     @property
@@ -115,6 +117,7 @@ class Supervisor:
         self.notify_path = self.spec.get("notify")
         self.notifier = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.notifier.setblocking(False)
+        self.in_view = False  # this process entered the pod's view: containers start plainly in it
 
     # -- state ------------------------------------------------------------------------------
     def write_state(self, done: bool = False) -> None:
@@ -148,17 +151,48 @@ class Supervisor:
                 self.notifier.sendto(str(self.spec["uid"]).encode(), self.notify_path)
 
     # -- containers -------------------------------------------------------------------------
+    def enter_pod_view(self) -> None:
+        """Enter one view for the whole pod before the first start, when the containers that read
+        their mounts share them and no mount covers a path this supervisor writes (its directory,
+        the logs, the agent's socket; everything else of the host stays visible in a view). Each
+        start is then a plain spawn (vfork) in that view, not a fork that builds a mount namespace,
+        and the namespace goes when the supervisor ends, after its last report, not with each
+        container (tearing one down waits for an RCU grace period)."""
+        if self.spec.get("isolation") != isolation.NAMESPACE:
+            return
+        readers = [c for c in self.inits + self.mains if not c.spec.get("builtin")]
+        if len({json.dumps(c.spec.get("mounts") or [], sort_keys=True) for c in readers}) != 1:
+            return
+        mounts = [isolation.Mount.from_dict(m) for m in readers[0].spec.get("mounts") or []]
+        workdirs = tuple(str(c.spec["workdir"]) for c in readers if c.spec.get("workdir"))
+        if not mounts and all(os.path.isdir(w) for w in workdirs):
+            return  # nothing to show: no view at all
+        own = [str(self.dir), str(self.spec.get("logs") or self.dir), str(self.notify_path or self.dir)]
+        if isolation.shadows(mounts, own):
+            return
+        try:
+            isolation.enter(str(readers[0].spec["rootfs"]), mounts, None, workdirs)
+        except OSError as exc:
+            print(f"cannot enter the pod's view ({exc}); each container builds its own", flush=True)
+            return
+        self.in_view = True
+
     def start(self, c: Container) -> None:
         spec = c.spec
         restart = c.restart_count
+        if spec.get("builtin"):
+            self.start_builtin(c)
+            return
         log = podlogs.LogWriter(
             Path(self.spec["logs"]) / self.spec["namespace"] / self.spec["pod"] / c.name / f"{restart}.log"
         )
         mounts = [isolation.Mount.from_dict(m) for m in spec.get("mounts") or []]
         workdir = spec.get("workdir")
         rootfs = spec.get("rootfs")
-        # A private view only when there is something to show in it: it costs ~5 ms per start.
-        mode = self.spec.get("isolation")
+        # A private view of its own only when there is something to show in it and the pod's view
+        # (``enter_pod_view``) does not do: building one in the child costs the start a fork and a
+        # mount namespace.
+        mode = None if self.in_view else self.spec.get("isolation")
         if mode == isolation.NAMESPACE and not mounts and (not workdir or os.path.isdir(workdir)):
             mode = None
         c.limiter = memory.Limiter.create(spec.get("memoryLimit"), f"{self.spec['uid']}-{c.name}-{restart}")
@@ -204,6 +238,55 @@ class Supervisor:
         self.writers[fd] = log
         self.pipes[fd] = process.stdout
         self.selector.register(fd, selectors.EVENT_READ, process.stdout)
+
+    def start_builtin(self, c: Container) -> None:
+        """One of the operator's own init containers: no process. ``init-pytorch`` (``waitFor``)
+        runs until its master's address is published (the agent does when the master's container
+        runs: the name resolves once its pod is up, as a headless Service's does); the others have
+        nothing left to do (their work is the node agent's) and complete at once."""
+        at = now_rfc3339()
+        c.started_once = True
+        wait = c.spec.get("waitFor") or {}
+        self.builtin_log(c, f"waiting for {wait['name']} to resolve\n" if wait.get("name") else "done by the node\n")
+        if wait.get("path") and not os.path.exists(wait["path"]):
+            c.state = {"running": {"startedAt": at}}
+            c.started_mono = time.monotonic()
+            c.wait_until = c.started_mono + float(wait.get("timeout", 200.0))
+            c.wait_poll = 0.002
+            return
+        self.finished(c, 0, "Completed", "", at, started=at)
+
+    def builtin_log(self, c: Container, line: str) -> None:
+        """What ``kubectl logs -c <init container>`` shows for a built-in one (its own log, appended)."""
+        path = Path(self.spec["logs"]) / self.spec["namespace"] / self.spec["pod"] / c.name / f"{c.restart_count}.log"
+        with contextlib.suppress(OSError):
+            log = podlogs.LogWriter(path)
+            log.write(line)
+            log.close()
+
+    def check_waits(self) -> bool:
+        """Complete the built-in init containers whose name resolves now (or fail the ones that
+        waited too long, as ``nslookup`` giving up after its tries exits 1)."""
+        changed = False
+        for c in self.inits:
+            if c.wait_until is None:
+                continue
+            wait = c.spec.get("waitFor") or {}
+            started = c.state.get("running", {}).get("startedAt", now_rfc3339())
+            if os.path.exists(str(wait.get("path"))):
+                c.wait_until = None
+                self.builtin_log(c, f"{wait.get('name')} resolves: its pod runs\n")
+                self.finished(c, 0, "Completed", "", now_rfc3339(), started)
+                changed = True
+            elif time.monotonic() >= c.wait_until:
+                c.wait_until = None
+                message = f"{wait.get('name', 'the master')} did not resolve: no pod with that address ran"
+                self.builtin_log(c, message + "\n")
+                self.finished(c, 1, "Error", message, now_rfc3339(), started)
+                changed = True
+            else:
+                c.wait_poll = min(c.wait_poll * 2, 0.1)
+        return changed
 
     def read_output(self, fd: int) -> bool:
         """Copy what is available on ``fd`` to its log; False at EOF (the log is closed)."""
@@ -307,7 +390,8 @@ class Supervisor:
             c = self.inits[self.init_index]
             if not c.started_once:
                 self.start(c)
-                return
+                if not c.done:
+                    return
             if c.done:
                 code = c.state["terminated"]["exitCode"]
                 if code != 0:
@@ -331,12 +415,20 @@ class Supervisor:
         timeout = max(0.0, min(due) - time.monotonic()) if due else None
         if any(c.limiter is not None and c.limiter.needs_polling for c in self.inits + self.mains):
             timeout = memory.POLL_INTERVAL if timeout is None else min(timeout, memory.POLL_INTERVAL)
+        for c in self.inits:
+            if c.wait_until is not None:
+                timeout = c.wait_poll if timeout is None else min(timeout, c.wait_poll)
         return timeout
 
     def finished_pod(self) -> bool:
         return self.phase in (SUCCEEDED, FAILED)
 
     def stop_all(self) -> None:
+        for c in self.inits:
+            if c.wait_until is not None:  # a built-in init container still waiting: stopped like a process
+                c.wait_until = None
+                at = now_rfc3339()
+                self.finished(c, 128 + signal.SIGTERM, "Error", "", at, c.state.get("running", {}).get("startedAt", at))
         running = [c for c in self.inits + self.mains if c.process is not None and c.process.returncode is None]
         for c in running:
             assert c.process is not None
@@ -363,6 +455,7 @@ class Supervisor:
         signal.signal(signal.SIGTERM, self._on_term)
         signal.signal(signal.SIGINT, self._on_term)
         self.selector.register(rfd, selectors.EVENT_READ, None)
+        self.enter_pod_view()
         self.advance()
         self.write_state()
         while not self.terminating:
@@ -373,6 +466,7 @@ class Supervisor:
                 else:
                     self.read_output(key.fd)
             changed = self.reap()
+            changed = self.check_waits() or changed
             changed = self.due_restarts() or changed
             if changed:
                 self.advance()
