@@ -29,6 +29,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -110,47 +111,53 @@ class Waiter(threading.Thread):
                         return
 
 
+def pod_succeeded(pod: dict[str, Any]) -> bool:
+    return (pod.get("status") or {}).get("phase") == "Succeeded"
+
+
+def every_pod(count: int, reached: Callable[[dict[str, Any]], bool]) -> Callable[[dict[str, Any]], bool]:
+    """A :class:`Waiter` test: true once ``count`` different pods have been seen to satisfy ``reached``."""
+    seen: set[str] = set()
+
+    def check(pod: dict[str, Any]) -> bool:
+        if reached(pod):
+            seen.add(pod["metadata"]["name"])
+        return len(seen) == count
+
+    return check
+
+
+def job_watch(p: Plane, name: str) -> Any:
+    """Opens a raw watch on the PyTorchJob ``name`` (for a :class:`Waiter`)."""
+    return lambda: p.custom.list_namespaced_custom_object(
+        "kubeflow.org",
+        "v1",
+        "default",
+        "pytorchjobs",
+        field_selector=f"metadata.name={name}",
+        watch=True,
+        _preload_content=False,
+    )
+
+
+def pod_watch(p: Plane, job: str) -> Any:
+    """Opens a raw watch on the pods of the PyTorchJob ``job`` (for a :class:`Waiter`)."""
+    return lambda: p.core.list_namespaced_pod(
+        "default", label_selector=f"training.kubeflow.org/job-name={job}", watch=True, _preload_content=False
+    )
+
+
 def create_once(p: Plane, name: str) -> tuple[float, float, float]:
     """Seconds from the create request to all 4 pods running (or done), to the job's Succeeded
     (the master's exit decides it, as upstream) and to all 4 pods Succeeded."""
-    seen_running: set[str] = set()
-    seen_done: set[str] = set()
 
-    def all_done(pod: dict[str, Any]) -> bool:
-        if (pod.get("status") or {}).get("phase") == "Succeeded":
-            seen_done.add(pod["metadata"]["name"])
-        return len(seen_done) == 4
-
-    def all_running(pod: dict[str, Any]) -> bool:
+    def started(pod: dict[str, Any]) -> bool:
         statuses = (pod.get("status") or {}).get("containerStatuses") or []
-        if any("running" in cs.get("state", {}) or "terminated" in cs.get("state", {}) for cs in statuses):
-            seen_running.add(pod["metadata"]["name"])
-        return len(seen_running) == 4
+        return any("running" in cs.get("state", {}) or "terminated" in cs.get("state", {}) for cs in statuses)
 
-    pods = Waiter(
-        lambda: p.core.list_namespaced_pod(
-            "default", label_selector=f"training.kubeflow.org/job-name={name}", watch=True, _preload_content=False
-        ),
-        all_running,
-    )
-    job = Waiter(
-        lambda: p.custom.list_namespaced_custom_object(
-            "kubeflow.org",
-            "v1",
-            "default",
-            "pytorchjobs",
-            field_selector=f"metadata.name={name}",
-            watch=True,
-            _preload_content=False,
-        ),
-        succeeded,
-    )
-    finished = Waiter(
-        lambda: p.core.list_namespaced_pod(
-            "default", label_selector=f"training.kubeflow.org/job-name={name}", watch=True, _preload_content=False
-        ),
-        all_done,
-    )
+    pods = Waiter(pod_watch(p, name), every_pod(4, started))
+    job = Waiter(job_watch(p, name), succeeded)
+    finished = Waiter(pod_watch(p, name), every_pod(4, pod_succeeded))
     for w in (pods, job, finished):
         w.start()
     t0 = time.perf_counter()
@@ -163,18 +170,7 @@ def create_once(p: Plane, name: str) -> tuple[float, float, float]:
 def job_succeeded_once(p: Plane, name: str) -> float:
     """Seconds from the create request to the job's Succeeded at a client watching only the job, as
     ``kubectl wait`` or the provider's trigger does (pod watchers would add their own load)."""
-    job = Waiter(
-        lambda: p.custom.list_namespaced_custom_object(
-            "kubeflow.org",
-            "v1",
-            "default",
-            "pytorchjobs",
-            field_selector=f"metadata.name={name}",
-            watch=True,
-            _preload_content=False,
-        ),
-        succeeded,
-    )
+    job = Waiter(job_watch(p, name), succeeded)
     job.start()
     t0 = time.perf_counter()
     p.create(pytorchjob(name, "pass"))
@@ -182,12 +178,14 @@ def job_succeeded_once(p: Plane, name: str) -> float:
     return (job.at or float("nan")) - t0
 
 
-def direct_once() -> float:
+def direct_once() -> tuple[float, float]:
+    """Seconds to spawn 4 ``python -c pass`` directly, and until all 4 exited."""
     t0 = time.perf_counter()
     procs = [subprocess.Popen([PY, "-c", "pass"]) for _ in range(4)]
+    spawned = time.perf_counter() - t0
     for proc in procs:
         proc.wait()
-    return time.perf_counter() - t0
+    return spawned, time.perf_counter() - t0
 
 
 def busy_seconds() -> float:
@@ -201,17 +199,13 @@ def bench_create(p: Plane, runs: int) -> None:
     m = statistics.median
     direct, job_done = [], []
     for i in range(runs):  # interleaved, so both see the same machine
-        direct.append(direct_once())
+        direct.append(direct_once()[1])
         time.sleep(0.1)
         job_done.append(job_succeeded_once(p, f"create-{i}"))
         time.sleep(0.1)
     direct_running, cp_running, cp_pods_done = [], [], []
     for i in range(max(3, runs // 3)):
-        t0 = time.perf_counter()
-        procs = [subprocess.Popen([PY, "-c", "pass"]) for _ in range(4)]
-        direct_running.append(time.perf_counter() - t0)
-        for proc in procs:
-            proc.wait()
+        direct_running.append(direct_once()[0])
         running, _, pods_done = create_once(p, f"pods-{i}")
         cp_running.append(running)
         cp_pods_done.append(pods_done)
@@ -395,31 +389,8 @@ def bench_ddp(p: Plane, epochs: int = 10) -> None:
     out = Path(tempfile.mkdtemp())
     direct = _torchrun.directly(4, epochs, out)
     cmd = _torchrun.in_job(epochs, out)
-    seen_done: set[str] = set()
-
-    def all_done(pod: dict[str, Any]) -> bool:
-        if (pod.get("status") or {}).get("phase") == "Succeeded":
-            seen_done.add(pod["metadata"]["name"])
-        return len(seen_done) == 4
-
-    job = Waiter(
-        lambda: p.custom.list_namespaced_custom_object(
-            "kubeflow.org",
-            "v1",
-            "default",
-            "pytorchjobs",
-            field_selector="metadata.name=ddp",
-            watch=True,
-            _preload_content=False,
-        ),
-        succeeded,
-    )
-    pods = Waiter(
-        lambda: p.core.list_namespaced_pod(
-            "default", label_selector="training.kubeflow.org/job-name=ddp", watch=True, _preload_content=False
-        ),
-        all_done,
-    )
+    job = Waiter(job_watch(p, "ddp"), succeeded)
+    pods = Waiter(pod_watch(p, "ddp"), every_pod(4, pod_succeeded))
     job.start()
     pods.start()
     t0 = time.perf_counter()
