@@ -128,6 +128,15 @@ def _dumps(obj: Any) -> str:
     return json.dumps(obj, separators=(",", ":"))
 
 
+def _stamp_new(meta: dict[str, Any], rv: int, uid: str | None = None) -> None:
+    """What the API server sets on an object it creates (``uid``: one the caller generated)."""
+    meta["uid"] = uid or str(uuid.uuid4())
+    meta["creationTimestamp"] = now_timestamp()
+    meta["generation"] = 1
+    meta["resourceVersion"] = str(rv)
+    meta.pop("deletionTimestamp", None)
+
+
 class Store:
     """Thread-safe; writes are serialised by a lock, reads share the same connection under it."""
 
@@ -333,11 +342,7 @@ class Store:
             if self._exists(resource, namespace, name):
                 raise AlreadyExistsError(name)
             rv = self._rv + 1
-            meta["uid"] = uid or str(uuid.uuid4())
-            meta["creationTimestamp"] = now_timestamp()
-            meta["generation"] = 1
-            meta["resourceVersion"] = str(rv)
-            meta.pop("deletionTimestamp", None)
+            _stamp_new(meta, rv, uid)
             self._commit(rv, [("ADDED", resource, obj, None)])
         return obj
 
@@ -373,11 +378,7 @@ class Store:
                     continue
                 names.add(key)
                 rv += 1
-                meta["uid"] = str(uuid.uuid4())
-                meta["creationTimestamp"] = now_timestamp()
-                meta["generation"] = 1
-                meta["resourceVersion"] = str(rv)
-                meta.pop("deletionTimestamp", None)
+                _stamp_new(meta, rv)
                 changes.append(("ADDED", resource, obj, None))
                 out.append(obj)
             if changes:
