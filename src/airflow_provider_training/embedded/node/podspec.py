@@ -410,6 +410,12 @@ def build(
         if not isinstance(name, str) or not _CONTAINER_NAME.fullmatch(name):
             # it names the container's log directory and root: never a path
             raise PodConfigError("CreateContainerConfigError", f"invalid container name {str(name)[:80]!r}")
+        if init and name in BUILTIN_INIT:
+            # Done by the supervisor with no process (``builtin``): no command, environment or view,
+            # and no memory cgroup for its 20Mi limit (joining one makes the kernel wait for an RCU
+            # grace period while it holds back every fork and exit on the machine: ~20 ms a pod).
+            wait = resolution_wait(ctx.node_dir, container) if name == pytorch.INIT_CONTAINER_NAME else {}
+            return {"name": name, "image": container.get("image", ""), "builtin": True, "waitFor": wait, "mounts": []}
         profile = ctx.runtime.profile(container.get("image"))
         env = profile.environment(ctx.runtime.base_path)
         env["HOSTNAME"] = (pod.get("spec") or {}).get("hostname") or meta["name"]
@@ -423,40 +429,27 @@ def build(
             del gpu_left[:n]
         elif node_has_gpus and "CUDA_VISIBLE_DEVICES" not in env:
             env["CUDA_VISIBLE_DEVICES"] = ""
-        # The operator's own init containers run no process (``builtin``, see the supervisor): no
-        # view, and no memory cgroup for their 20Mi limit (joining one makes the kernel wait for an
-        # RCU grace period while it holds back every fork and exit on the machine: ~20 ms a pod).
-        builtin = init and name in BUILTIN_INIT
-        if builtin:
-            argv = ["true"]
-        else:
-            argv = expand_command(container.get("command"), env) + expand_command(container.get("args"), env)
+        argv = expand_command(container.get("command"), env) + expand_command(container.get("args"), env)
         if not argv:
             raise PodConfigError(
                 "CreateContainerConfigError",
                 f"container {name} has no command: the embedded control plane runs no image entrypoints, "
                 "so set command (and args)",
             )
-        memory_limit = int(parse_quantity(limits["memory"])) if "memory" in limits and not builtin else None
+        memory_limit = int(parse_quantity(limits["memory"])) if "memory" in limits else None
         rootfs = pod_dir / f"rootfs-{name}"
-        volumes = [] if builtin else mounts(container, dirs, read_only)
-        if not builtin:
-            rootfs.mkdir(parents=True, exist_ok=True)
+        rootfs.mkdir(parents=True, exist_ok=True)
         return {
             "name": name,
             "image": container.get("image", ""),
             "argv": argv,
             "env": env,
-            "workdir": None if builtin else ctx.runtime.working_dir(container, pod),
-            "mounts": [m.to_dict() for m in volumes if inclusterconfig.mountable(m, ctx.isolation)],
+            "workdir": ctx.runtime.working_dir(container, pod),
+            "mounts": [
+                m.to_dict() for m in mounts(container, dirs, read_only) if inclusterconfig.mountable(m, ctx.isolation)
+            ],
             "memoryLimit": memory_limit,
             "rootfs": str(rootfs),
-            "builtin": builtin,
-            **(
-                {"waitFor": resolution_wait(ctx.node_dir, container)}
-                if builtin and name == pytorch.INIT_CONTAINER_NAME
-                else {}
-            ),
         }
 
     return {

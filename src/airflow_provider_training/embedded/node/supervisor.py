@@ -77,6 +77,10 @@ class Container:
     def name(self) -> str:
         return str(self.spec["name"])
 
+    def started_at(self) -> str:
+        """When the running start began (now, if the container is not running)."""
+        return str(self.state.get("running", {}).get("startedAt") or now_rfc3339())
+
     def status(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "name": self.name,
@@ -183,9 +187,7 @@ class Supervisor:
         if spec.get("builtin"):
             self.start_builtin(c)
             return
-        log = podlogs.LogWriter(
-            Path(self.spec["logs"]) / self.spec["namespace"] / self.spec["pod"] / c.name / f"{restart}.log"
-        )
+        log = podlogs.LogWriter(self.log_path(c))
         mounts = [isolation.Mount.from_dict(m) for m in spec.get("mounts") or []]
         workdir = spec.get("workdir")
         rootfs = spec.get("rootfs")
@@ -256,11 +258,14 @@ class Supervisor:
             return
         self.finished(c, 0, "Completed", "", at, started=at)
 
+    def log_path(self, c: Container) -> Path:
+        """``logs/<namespace>/<pod>/<container>/<restart>.log``: the log of the container's current start."""
+        return Path(self.spec["logs"]) / self.spec["namespace"] / self.spec["pod"] / c.name / f"{c.restart_count}.log"
+
     def builtin_log(self, c: Container, line: str) -> None:
         """What ``kubectl logs -c <init container>`` shows for a built-in one (its own log, appended)."""
-        path = Path(self.spec["logs"]) / self.spec["namespace"] / self.spec["pod"] / c.name / f"{c.restart_count}.log"
         with contextlib.suppress(OSError):
-            log = podlogs.LogWriter(path)
+            log = podlogs.LogWriter(self.log_path(c))
             log.write(line)
             log.close()
 
@@ -272,7 +277,7 @@ class Supervisor:
             if c.wait_until is None:
                 continue
             wait = c.spec.get("waitFor") or {}
-            started = c.state.get("running", {}).get("startedAt", now_rfc3339())
+            started = c.started_at()
             if os.path.exists(str(wait.get("path"))):
                 c.wait_until = None
                 self.builtin_log(c, f"{wait.get('name')} resolves: its pod runs\n")
@@ -334,7 +339,7 @@ class Supervisor:
             if c.limiter is not None:
                 c.limiter.release()
                 c.limiter = None
-            started = c.state.get("running", {}).get("startedAt", now_rfc3339())
+            started = c.started_at()
             if oom:
                 reason, message = "OOMKilled", ""
                 code = 137
@@ -427,8 +432,7 @@ class Supervisor:
         for c in self.inits:
             if c.wait_until is not None:  # a built-in init container still waiting: stopped like a process
                 c.wait_until = None
-                at = now_rfc3339()
-                self.finished(c, 128 + signal.SIGTERM, "Error", "", at, c.state.get("running", {}).get("startedAt", at))
+                self.finished(c, 128 + signal.SIGTERM, "Error", "", now_rfc3339(), c.started_at())
         running = [c for c in self.inits + self.mains if c.process is not None and c.process.returncode is None]
         for c in running:
             assert c.process is not None
