@@ -11,6 +11,8 @@ from typing import Any
 from kubernetes import client
 
 from airflow_provider_training.embedded import ControlPlane
+from airflow_provider_training.embedded.node import podspec
+from airflow_provider_training.embedded.node.agent import NodeAgent, Tracked
 from tests.controllers.jobs import Jobs, wait_for
 from tests.factories import job_document as job
 from tests.factories import replica
@@ -114,3 +116,21 @@ def test_init_pytorch_waits_for_the_master_to_run_and_starts_no_process(kube_api
     master_ip = jobs.pod("ordered-master-0").status.pod_ip
     assert f"waiting for {master_ip} to resolve" in init_log and f"{master_ip} resolves" in init_log
     assert "worker" in jobs.logs("ordered-worker-0")
+
+
+def test_an_address_two_pods_share_stays_published_until_neither_runs(tmp_path: Path) -> None:
+    """Where 127/8 is not routable every pod is 127.0.0.1: one pod going must not unpublish it for
+    the workers of another job still waiting for their master."""
+    agent = NodeAgent()
+    agent.node_dir = tmp_path
+    endpoints = podspec.endpoints_dir(tmp_path)
+    endpoints.mkdir()
+    first, second = (Tracked(uid, "ns", uid, tmp_path / uid, address="127.0.0.1") for uid in ("a", "b"))
+    agent.tracked = {"a": first, "b": second}
+    for tracked in (first, second):
+        tracked.state = {"containerStatuses": [{"state": {"running": {}}}]}
+        agent._publish(tracked)
+    agent._unpublish(first)
+    assert (endpoints / "127.0.0.1").exists()
+    agent._unpublish(second)
+    assert not (endpoints / "127.0.0.1").exists()

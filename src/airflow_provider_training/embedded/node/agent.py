@@ -552,10 +552,13 @@ class NodeAgent:
                 (podspec.endpoints_dir(self.node_dir) / tracked.address).touch()
 
     def _unpublish(self, tracked: Tracked) -> None:
-        if tracked.published:
-            tracked.published = False
-            with contextlib.suppress(OSError):
-                (podspec.endpoints_dir(self.node_dir) / tracked.address).unlink()
+        if not tracked.published:
+            return
+        tracked.published = False
+        if any(t.published and t.address == tracked.address for t in self.tracked.values()):
+            return  # another pod still has it (where 127/8 is not routable, every pod is 127.0.0.1)
+        with contextlib.suppress(OSError):
+            (podspec.endpoints_dir(self.node_dir) / tracked.address).unlink()
 
     def _read_state(self, tracked: Tracked) -> bool:
         """Whether the supervisor wrote a new state (kept in ``tracked.state``); notices a supervisor
