@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import copy
 import time
 from pathlib import Path
 
 import pytest
 import yaml
 
-from airflow_provider_training.specs import JobSpecError, PyTorchJob, TFJob, load_job, load_jobs, with_defaults
+from airflow_provider_training.specs import (
+    KINDS,
+    JobSpecError,
+    PyTorchJob,
+    TFJob,
+    defaulted_from_dict,
+    load_job,
+    load_jobs,
+    with_defaults,
+)
+from airflow_provider_training.specs.jobs import job_from_dict
 from tests.factories import minimal
 
 AFFINITY = {
@@ -150,3 +161,16 @@ def test_mpi_defaults() -> None:
     assert defaulted.run_policy.clean_pod_policy == "Running"
     assert defaulted.spec.clean_pod_policy == "Running"
     assert defaulted.spec.slots_per_worker == 1
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_defaulting_a_document_in_place_gives_what_defaulting_a_copy_gives(kind: str) -> None:
+    """The controller's ``defaulted_from_dict`` (no copy) against ``with_defaults`` (a copy)."""
+    doc = minimal(kind)
+    for spec in doc["spec"][KINDS[kind].replica_specs_field].values():
+        spec.pop("replicas", None)
+        spec.pop("restartPolicy", None)
+    if kind == "MPIJob":
+        doc["spec"]["cleanPodPolicy"] = "Running"  # read before runPolicy is defaulted
+    expected = with_defaults(job_from_dict(doc)).to_dict()
+    assert defaulted_from_dict(copy.deepcopy(doc)).to_dict() == expected

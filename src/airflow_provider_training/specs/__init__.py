@@ -19,7 +19,7 @@ from airflow_provider_training.specs.common import (
     RunPolicy,
     SchedulingPolicy,
 )
-from airflow_provider_training.specs.defaults import with_defaults
+from airflow_provider_training.specs.defaults import defaulted_from_dict, with_defaults
 from airflow_provider_training.specs.issues import Issue
 from airflow_provider_training.specs.jobs import (
     JAXJob,
@@ -63,6 +63,7 @@ __all__ = [
     "TFJob",
     "TrainingJob",
     "XGBoostJob",
+    "defaulted_from_dict",
     "dump_yaml",
     "job_class",
     "kind_info",

@@ -6,13 +6,34 @@ defaulted copy and leaves the user's job untouched.
 
 from __future__ import annotations
 
+from typing import Any
+
 from airflow_provider_training.specs.common import ElasticPolicy, ReplicaSpec, RunPolicy
-from airflow_provider_training.specs.jobs import MPIJob, PaddleJob, PyTorchJob, TFJob, TrainingJob
+from airflow_provider_training.specs.jobs import (
+    MPIJob,
+    PaddleJob,
+    PyTorchJob,
+    TFJob,
+    TrainingJob,
+    job_from_dict,
+    python_name,
+)
 from airflow_provider_training.specs.pod import ContainerPort
 
 
 def with_defaults(job: TrainingJob) -> TrainingJob:
-    out = job.model_copy(deep=True)
+    return _default(job.model_copy(deep=True), job.run_policy.clean_pod_policy)
+
+
+def defaulted_from_dict(obj: dict[str, Any]) -> TrainingJob:
+    """``with_defaults(job_from_dict(obj))`` without the copy: the parsed job is new, so it is
+    defaulted in place (the controller reads every job this way on every pass; the deep copy of a
+    pydantic model was most of a pass's CPU)."""
+    job = job_from_dict(obj)
+    return _default(job, job.run_policy.clean_pod_policy)
+
+
+def _default(out: TrainingJob, explicit_clean_pod_policy: str | None) -> TrainingJob:
     info = out.KIND
     if out.spec.run_policy is None:
         out.spec.run_policy = RunPolicy()
@@ -36,7 +57,7 @@ def with_defaults(job: TrainingJob) -> TrainingJob:
     elif isinstance(out, MPIJob):
         run_policy = out.spec.run_policy
         # The reconcile keeps both fields in sync, runPolicy winning (§6.1).
-        if job.run_policy.clean_pod_policy is None and out.spec.clean_pod_policy is not None:
+        if explicit_clean_pod_policy is None and out.spec.clean_pod_policy is not None:
             run_policy.clean_pod_policy = out.spec.clean_pod_policy
         out.spec.clean_pod_policy = run_policy.clean_pod_policy
         if out.spec.slots_per_worker is None:
@@ -45,8 +66,7 @@ def with_defaults(job: TrainingJob) -> TrainingJob:
 
 
 def _field_attr(job: TrainingJob) -> str:
-    field = job.KIND.replica_specs_field
-    return "".join("_" + c.lower() if c.isupper() else c for c in field)
+    return python_name(job.KIND.replica_specs_field)
 
 
 def _replica_defaults(job: TrainingJob, rtype: str, spec: ReplicaSpec) -> None:

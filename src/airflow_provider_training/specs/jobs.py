@@ -6,6 +6,7 @@ whatever its field is called (``pytorchReplicaSpecs``, ``tfReplicaSpecs`` …).
 
 from __future__ import annotations
 
+import functools
 from typing import Any, ClassVar
 
 from airflow_provider_training.specs import kinds
@@ -44,7 +45,7 @@ class TrainingJob(KubeModel):
 
     @property
     def replica_specs(self) -> dict[str, ReplicaSpec]:
-        specs: dict[str, ReplicaSpec] | None = getattr(self.spec, _attr(self.KIND.replica_specs_field))
+        specs: dict[str, ReplicaSpec] | None = getattr(self.spec, python_name(self.KIND.replica_specs_field))
         return specs or {}
 
     @property
@@ -52,7 +53,9 @@ class TrainingJob(KubeModel):
         return self.spec.run_policy or RunPolicy()
 
 
-def _attr(field: str) -> str:
+@functools.cache
+def python_name(field: str) -> str:
+    """The model attribute of a camelCase field (``pytorchReplicaSpecs`` -> ``pytorch_replica_specs``)."""
     return "".join("_" + c.lower() if c.isupper() else c for c in field)
 
 
