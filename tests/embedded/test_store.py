@@ -63,6 +63,24 @@ def test_create_missing_writes_a_passs_objects_of_any_kind_in_one_go_and_skips_t
     assert s.create_missing([("core/pods", _cm("x"))]) == [None] and s.resource_version == 4  # nothing written
 
 
+def test_an_update_and_the_objects_created_with_it_are_one_transaction_the_update_first(tmp_path: Path) -> None:
+    s = Store(tmp_path / "s.db")
+    seen = []
+    s.subscribe(lambda e: seen.append((e.type, e.resource, e.name, e.rv)))
+    job = s.create("core/configmaps", _cm("job"))
+    job["data"] = {"status": "Succeeded"}
+    s.update("core/configmaps", job, also_create=[("core/events", _cm("job.1")), ("core/events", _cm("job.2"))])
+    assert seen[1:] == [
+        ("MODIFIED", "core/configmaps", "job", 2),
+        ("ADDED", "core/events", "job.1", 3),
+        ("ADDED", "core/events", "job.2", 4),
+    ]
+    job["data"] = {"status": "Failed"}
+    with pytest.raises(AlreadyExistsError):  # a taken name: nothing of the transaction is stored
+        s.update("core/configmaps", job, check_rv=False, also_create=[("core/events", _cm("job.1"))])
+    assert s.resource_version == 4 and s.get("core/configmaps", "ns", "job")["data"] == {"status": "Succeeded"}
+
+
 def test_finalizers_hold_deletion_until_removed(tmp_path: Path) -> None:
     s = Store(tmp_path / "s.db")
     obj = _cm("held")

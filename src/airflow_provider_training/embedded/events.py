@@ -14,17 +14,18 @@ from airflow_provider_training.specs.refs import ObjectRef
 def record_event(
     store: Store, involved: dict[str, Any], event_type: str, reason: str, message: str, component: str
 ) -> dict[str, Any]:
-    return store.create(EVENTS.key, _event(involved, event_type, reason, message, component))
+    return store.create(EVENTS.key, new_event(involved, event_type, reason, message, component))
 
 
 def record_events(store: Store, events: list[tuple[dict[str, Any], str, str, str, str]]) -> None:
     """Several events ``(involved, type, reason, message, component)`` in one store transaction, in
     order (one resourceVersion each): a controller's pass or a pod group's start records a burst,
     and one commit costs the event loop a fraction of one per event."""
-    store.create_many(EVENTS.key, [_event(*event) for event in events])
+    store.create_many(EVENTS.key, [new_event(*event) for event in events])
 
 
-def _event(involved: dict[str, Any], event_type: str, reason: str, message: str, component: str) -> dict[str, Any]:
+def new_event(involved: dict[str, Any], event_type: str, reason: str, message: str, component: str) -> dict[str, Any]:
+    """The Event object (not stored): for writing it in a transaction with other changes."""
     meta = involved.get("metadata", {})
     ref = ObjectRef.of(involved)
     namespace = ref.namespace or "default"

@@ -15,7 +15,7 @@ import json
 import sqlite3
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -385,9 +385,19 @@ class Store:
                 self._commit(self._rv + 1, changes)
         return out
 
-    def update(self, resource: str, obj: dict[str, Any], *, check_rv: bool = True) -> dict[str, Any]:
+    def update(
+        self,
+        resource: str,
+        obj: dict[str, Any],
+        *,
+        check_rv: bool = True,
+        also_create: Sequence[tuple[str, dict[str, Any]]] = (),
+    ) -> dict[str, Any]:
         """Replace an object. A ``metadata.resourceVersion`` in ``obj`` must match the stored one
-        (``ConflictError``); an object being deleted whose last finalizer goes is removed."""
+        (``ConflictError``); an object being deleted whose last finalizer goes is removed.
+        ``also_create``: new (resource, object) pairs stored in the same transaction, after it (a
+        controller's status and the Events of its pass: one commit, and watchers see the status
+        one step sooner)."""
         obj = json.loads(_dumps(obj))
         meta = obj["metadata"]
         namespace, name = meta.get("namespace", ""), meta["name"]
@@ -407,10 +417,18 @@ class Store:
             if _spec_of(obj) != _spec_of(old):
                 meta["generation"] = int(old_meta.get("generation", 1)) + 1
             meta["resourceVersion"] = str(rv)
-            if meta.get("deletionTimestamp") and not meta.get("finalizers"):
-                self._commit(rv, [("DELETED", resource, obj, old)])
-            else:
-                self._commit(rv, [("MODIFIED", resource, obj, old)])
+            deleted = meta.get("deletionTimestamp") and not meta.get("finalizers")
+            changes: builtins.list[tuple[str, str, dict[str, Any], dict[str, Any] | None]] = [
+                ("DELETED" if deleted else "MODIFIED", resource, obj, old)
+            ]
+            for extra_resource, given in also_create:
+                extra = json.loads(_dumps(given))
+                extra_meta = extra.setdefault("metadata", {})
+                if self._exists(extra_resource, extra_meta.get("namespace", ""), extra_meta["name"]):
+                    raise AlreadyExistsError(extra_meta["name"])
+                _stamp_new(extra_meta, rv + len(changes))
+                changes.append(("ADDED", extra_resource, extra, None))
+            self._commit(rv, changes)
         return obj
 
     def delete(self, resource: str, namespace: str, name: str, *, uid: str | None = None) -> dict[str, Any]:
