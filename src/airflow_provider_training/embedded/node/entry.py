@@ -3,7 +3,7 @@ starts in milliseconds: the package's ``__init__`` modules (which load the API s
 by empty package stubs before anything is imported.
 
     python -I -S entry.py run  <pod-dir>                        # the pod's supervisor
-    python -I -S entry.py zygote                                # forks supervisors (pod dirs on stdin)
+    python -I -S entry.py zygote [--spares N ...]               # forks supervisors (pod dirs on stdin)
     python -I -S entry.py exec <pod-dir> <container> -- ARGV    # run ARGV "inside" a running pod
     python -I -S entry.py probe                                 # which mount mechanism works here
 """
@@ -41,7 +41,7 @@ def main(argv: list[str]) -> int:
     if command == "zygote":
         from airflow_provider_training.embedded.node import zygote
 
-        return zygote.main()
+        return zygote.main(argv[1:])
     if command == "exec":
         from airflow_provider_training.embedded.node import podexec
 
@@ -52,7 +52,8 @@ def main(argv: list[str]) -> int:
         print(isolation.probe())
         return 0
     print(
-        f"usage: {Path(__file__).name} run POD_DIR | zygote | exec POD_DIR CONTAINER -- ARGV | probe", file=sys.stderr
+        f"usage: {Path(__file__).name} run POD_DIR | zygote [--spares N] | exec POD_DIR CONTAINER -- ARGV | probe",
+        file=sys.stderr,
     )
     return 2
 

@@ -142,10 +142,38 @@ class _Mounter:
         return current
 
 
-def enter(root: str, mounts: list[Mount], workdir: str | None, workdirs: tuple[str, ...] = ()) -> None:
-    """In the calling process (a container about to exec, or a pod's supervisor): private mount
-    namespace, chroot to a view of ``/`` with ``mounts`` added, then ``chdir(workdir)`` (created in
-    the view if missing, as is each of ``workdirs``)."""
+class View:
+    """A view under construction in the calling process: its mount namespace and root exist, the
+    pod's own mounts are not in it yet. :func:`prepare` does the part all pods share, so a spare
+    supervisor can do it before it knows its pod; :meth:`finish` adds the pod's part."""
+
+    def __init__(self, root: str, mounter: _Mounter) -> None:
+        self.root = root
+        self._m = mounter
+
+    def finish(self, mounts: list[Mount], workdir: str | None, workdirs: tuple[str, ...] = ()) -> None:
+        """Bind ``mounts`` in, then chroot into the root and ``chdir(workdir)`` (created in the view
+        if missing, as is each of ``workdirs``)."""
+        m, root = self._m, self.root
+        for mount in sorted(mounts, key=lambda x: x.target.count("/")):
+            # Through the host's symlinks (/var/run -> /run): the view holds the same links, and a
+            # bind mount made under a link's absolute target would land outside the new root.
+            target = m.materialize(root, os.path.realpath(mount.target), os.path.isdir(mount.source))
+            m.mount(mount.source, target, None, _MS_BIND | _MS_REC)
+            if mount.read_only:
+                with contextlib.suppress(IsolationError):
+                    m.mount(None, target, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY)
+        for directory in (workdir, *workdirs):
+            if directory and not os.path.lexists(os.path.join(root, directory.lstrip("/"))):
+                m.materialize(root, directory, True)
+        os.chroot(root)
+        os.chdir(workdir or "/")
+
+
+def prepare(root: str, directories: tuple[str, ...] = ()) -> View:
+    """In the calling process: a private mount namespace with ``root`` (an empty directory on the
+    host) holding a bind mount of every top-level entry of ``/``, and each of ``directories`` made
+    in it (not on the host) as a mount point for later."""
     root = os.path.realpath(root)
     m = _Mounter()
     m.unshare()
@@ -153,19 +181,15 @@ def enter(root: str, mounts: list[Mount], workdir: str | None, workdirs: tuple[s
     # Unbindable, so the recursive bind of the directory holding ``root`` does not copy the new root
     # into itself (unmounting that copy made the kernel wait for an RCU grace period).
     m.populate(root, "/", unbindable=True)
-    for mount in sorted(mounts, key=lambda x: x.target.count("/")):
-        # Through the host's symlinks (/var/run -> /run): the view holds the same links, and a bind
-        # mount made under a link's absolute target would land outside the new root.
-        target = m.materialize(root, os.path.realpath(mount.target), os.path.isdir(mount.source))
-        m.mount(mount.source, target, None, _MS_BIND | _MS_REC)
-        if mount.read_only:
-            with contextlib.suppress(IsolationError):
-                m.mount(None, target, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY)
-    for directory in (workdir, *workdirs):
-        if directory and not os.path.lexists(os.path.join(root, directory.lstrip("/"))):
-            m.materialize(root, directory, True)
-    os.chroot(root)
-    os.chdir(workdir or "/")
+    for directory in directories:
+        m.materialize(root, os.path.realpath(directory), True)
+    return View(root, m)
+
+
+def enter(root: str, mounts: list[Mount], workdir: str | None, workdirs: tuple[str, ...] = ()) -> None:
+    """In the calling process (a container about to exec, or a pod's supervisor): private mount
+    namespace, chroot to a view of ``/`` with ``mounts`` added, then ``chdir(workdir)``."""
+    prepare(root).finish(mounts, workdir, workdirs)
 
 
 def shadows(mounts: list[Mount], paths: list[str]) -> bool:

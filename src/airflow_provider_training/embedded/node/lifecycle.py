@@ -82,13 +82,30 @@ def stop_orphans(directory: Path, deadline: float | None, what: str) -> tuple[bo
     return True, deadline
 
 
+def spare_count() -> int:
+    """``AIRFLOW_TRAINING_SPARE_SUPERVISORS``: supervisors kept forked ahead (0: none)."""
+    try:
+        return max(0, int(os.environ.get("AIRFLOW_TRAINING_SPARE_SUPERVISORS", "4")))
+    except ValueError:
+        return 4
+
+
 class Supervisors:
     """Starts supervisors: through one zygote (a fork server) when it works, else one process each."""
 
-    def __init__(self, node_dir: Path) -> None:
+    def __init__(self, node_dir: Path, premount: tuple[str, ...] = ()) -> None:
+        """``premount``: with namespace isolation, the mount paths (nearly) every pod has, which
+        spare supervisors make ready in their views ahead of their pods (see ``zygote``)."""
         self.node_dir = node_dir
         self.use_zygote = os.environ.get("AIRFLOW_TRAINING_ZYGOTE", "1") != "0"
         self.zygote: subprocess.Popen[bytes] | None = None
+        self.options = ["--spares", str(spare_count())]
+        if premount:
+            view_root = node_dir / "view-root"  # empty on the host: each spare mounts its own root on it
+            view_root.mkdir(parents=True, exist_ok=True)
+            self.options += ["--view-root", str(view_root)]
+            for path in premount:
+                self.options += ["--premount", path]
 
     def spawn(self, directory: Path) -> subprocess.Popen[bytes] | None:
         """Fork the pod's supervisor from the zygote (None), or start it directly (its Popen)."""
@@ -114,13 +131,18 @@ class Supervisors:
                 close_fds=True,
             )
 
+    def warm(self) -> None:
+        """Start the zygote now, so its spares are ready for the first pod, not the second."""
+        if self.use_zygote:
+            self._zygote()
+
     def _zygote(self) -> subprocess.Popen[bytes] | None:
         if self.zygote is not None and self.zygote.poll() is None:
             return self.zygote
         try:
             with open(self.node_dir / "zygote.log", "ab") as errors:
                 self.zygote = subprocess.Popen(
-                    [sys.executable, "-I", "-S", str(ENTRY), "zygote"],
+                    [sys.executable, "-I", "-S", str(ENTRY), "zygote", *self.options],
                     stdin=subprocess.PIPE,
                     stdout=errors,
                     stderr=errors,

@@ -98,8 +98,10 @@ class Container:
 
 
 class Supervisor:
-    def __init__(self, pod_dir: Path) -> None:
+    def __init__(self, pod_dir: Path, view: isolation.View | None = None) -> None:
+        """``view``: the shared part of a pod view, built while this process waited as a spare."""
         self.dir = pod_dir
+        self.view = view
         self.spec: dict[str, Any] = json.loads((pod_dir / SPEC).read_text())
         self.inits = [Container(c, True) for c in self.spec.get("initContainers") or []]
         self.mains = [Container(c, False) for c in self.spec.get("containers") or []]
@@ -175,7 +177,8 @@ class Supervisor:
         if isolation.shadows(mounts, own):
             return
         try:
-            isolation.enter(str(readers[0].spec["rootfs"]), mounts, None, workdirs)
+            view = self.view or isolation.prepare(str(readers[0].spec["rootfs"]))
+            view.finish(mounts, None, workdirs)
         except OSError as exc:
             print(f"cannot enter the pod's view ({exc}); each container builds its own", flush=True)
             return
@@ -498,7 +501,7 @@ class Supervisor:
         self.terminating = True
 
 
-def main(pod_dir: str) -> int:
+def main(pod_dir: str, view: isolation.View | None = None) -> int:
     path = Path(pod_dir)
     lock = open(path / LOCK, "a+")  # noqa: SIM115 - held for the supervisor's life
     try:
@@ -506,4 +509,4 @@ def main(pod_dir: str) -> int:
     except BlockingIOError:
         return 3  # another supervisor runs this pod
     (path / "supervisor.pid").write_text(str(os.getpid()))
-    return Supervisor(path).run()
+    return Supervisor(path, view).run()
