@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from airflow_provider_training.embedded.paths import Home
-from airflow_provider_training.embedded.runtime import ControllerContext, For, Owns, WorkQueue, run
+from airflow_provider_training.embedded.runtime import ControllerContext, For, Owns, OwnWrites, WorkQueue, run
 from airflow_provider_training.embedded.runtime.controller import Key
 from airflow_provider_training.embedded.store import ConflictError, Store
 from airflow_provider_training.specs.refs import ObjectRef
@@ -119,3 +119,54 @@ def test_conflicts_requeue_at_once_errors_back_off_and_a_returned_delay_comes_ba
     assert names.count("conflict") == 2
     assert names.count("broken") == 4  # three failures (0.01, 0.02, 0.04 s back-off), then success
     assert names.count("later") == 2
+
+
+async def running_with(store: Store, tmp_path: Path, controller: StatusWriter, body: Callable[[], Any]) -> None:
+    ctx = ControllerContext(store, Home(tmp_path))
+    task = asyncio.create_task(run(controller, ctx, WorkQueue(base_delay=0.01), own_writes=controller.own))
+    try:
+        await asyncio.sleep(0.05)
+        await body()
+    finally:
+        ctx.stopping.set()
+        task.cancel()
+
+
+class StatusWriter(Recorder):
+    """Writes its job's status (and creates a pod) on every pass, noting its own writes as the job
+    controller and the node agent do."""
+
+    def __init__(self, store: Store) -> None:
+        super().__init__()
+        self.store = store
+        self.own = OwnWrites()
+
+    def reconcile(self, key: Key) -> float | None:
+        self.passes.append(key)
+        job = self.store.get(JOBS, key.namespace, key.name)
+        assert job is not None
+        job["status"] = {"passes": len(self.passes)}
+        self.own.add(self.store.update(JOBS, job, check_rv=False))
+        created = self.store.create_missing([(PODS, pod(f"{key.name}-{len(self.passes)}", key.name))])
+        self.own.add(created[0] or {})
+        return None
+
+
+def test_a_controllers_own_writes_start_no_pass_but_anyone_elses_do(store: Store, tmp_path: Path) -> None:
+    controller = StatusWriter(store)
+
+    async def body() -> None:
+        store.create(JOBS, {"kind": "Job", "metadata": {"name": "a", "namespace": "ns"}})
+        await asyncio.sleep(0.2)
+        assert len(controller.passes) == 1  # its status write and its pod came back as events: no pass
+        job = store.get(JOBS, "ns", "a")
+        assert job is not None
+        job["status"] = {"edited": "by a user"}
+        store.update(JOBS, job)  # a status edit by someone else
+        await asyncio.sleep(0.2)
+        assert len(controller.passes) == 2
+        store.update(PODS, {**pod("a-1", "a"), "status": {"phase": "Running"}}, check_rv=False)  # the node's
+        await asyncio.sleep(0.2)
+
+    asyncio.run(running_with(store, tmp_path, controller, body))
+    assert controller.passes == [ObjectRef("Job", "ns", "a")] * 3

@@ -93,6 +93,8 @@ def test_links_fallback_reaches_volumes_and_reports_what_it_cannot_mount(
         lambda: [e.message for e in jobs.events("linked-master-0") if e.reason == "FailedMount"], 5, "FailedMount"
     )
     assert len(failed) == 1 and failed[0].startswith(f"{existing} exists on the host, so the volume at ")
-    assert failed[0].endswith("/volumes/scratch cannot be linked there")
+    # an emptyDir is on disk under node/emptydir/<pod uid>/ (the pod's runtime directory may be in memory)
+    uid = jobs.core.read_namespaced_pod("linked-master-0", jobs.namespace).metadata.uid
+    assert failed[0].endswith(f"/node/emptydir/{uid}/scratch cannot be linked there")
     mount_path.unlink()
     mount_path.parent.rmdir()

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import stat
+import time
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,17 @@ def _output(jobs: Jobs, pod: str) -> str:
         return jobs.logs(pod).strip()
     except client.ApiException:  # (not created yet)
         return ""
+
+
+def _since_boot() -> float:
+    return float(Path("/proc/uptime").read_text().split()[0])
+
+
+def _started_since_boot(pid: int) -> float:
+    """When process ``pid`` started, on the clock of ``/proc/uptime`` (psutil's wall-clock start
+    time drifts with the boot time on a VM)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[19]) / os.sysconf("SC_CLK_TCK")
 
 
 def _pod_dir(plane: ControlPlane, pod: Any) -> Path:
@@ -134,3 +147,40 @@ def test_an_address_two_pods_share_stays_published_until_neither_runs(tmp_path: 
     assert (endpoints / "127.0.0.1").exists()
     agent._unpublish(second)
     assert not (endpoints / "127.0.0.1").exists()
+
+
+def test_a_pod_starts_on_a_supervisor_forked_ahead_its_runtime_in_memory_its_empty_dir_on_disk(
+    kube_api: Any, test_namespace: str, control_plane: ControlPlane
+) -> None:
+    """A spare supervisor (forked by the zygote before the pod existed, its view's shared part
+    built) runs the pod; the pod's runtime directory and token are in memory, not in the data
+    directory; what it writes to an emptyDir is on disk and goes with the pod."""
+    jobs = Jobs(kube_api, test_namespace)
+    time.sleep(1.0)  # spares are forked again 0.2 s after the last pod start
+    before = _since_boot()
+    gate = control_plane.home / f"gate-{test_namespace}"
+    code = (
+        f"{PROBE}\nopen('/scratch/out.txt', 'w').write('kept')\nimport time\n"
+        f"while not os.path.exists({str(gate)!r}): time.sleep(0.02)"
+    )
+    scratch = {"volumes": [{"name": "scratch", "emptyDir": {}}]}
+    mounts = {"volumeMounts": [{"name": "scratch", "mountPath": "/scratch"}]}
+    jobs.create(job("PyTorchJob", "ahead", {"Master": replica(code, restart="Never", container=mounts, **scratch)}))
+    wait_for(lambda: _output(jobs, "ahead-master-0"), 20, "the probe's output")
+    pod = jobs.pod("ahead-master-0")
+    directory = _pod_dir(control_plane, pod)
+    supervisor = int((directory / "supervisor.pid").read_text())
+    empty_dir = control_plane.home / "node" / "emptydir" / pod.metadata.uid / "scratch"
+    try:
+        assert json.loads(jobs.logs("ahead-master-0").splitlines()[0])["token"]
+        assert _started_since_boot(supervisor) < before - 0.1  # forked ahead, not when the pod came
+        runtime = directory.resolve()
+        assert runtime.is_relative_to("/dev/shm") and not runtime.is_relative_to(control_plane.home.resolve())
+        assert stat.S_IMODE(runtime.parent.stat().st_mode) == 0o700
+        assert wait_for(lambda: (empty_dir / "out.txt").exists(), 10, "the emptyDir file")
+        assert (empty_dir / "out.txt").read_text() == "kept"
+    finally:
+        gate.touch()
+    jobs.wait("PyTorchJob", "ahead", "Succeeded")
+    jobs.custom.delete_namespaced_custom_object("kubeflow.org", "v1", test_namespace, "pytorchjobs", "ahead")
+    wait_for(lambda: not empty_dir.parent.exists() and not runtime.exists(), 20, "the pod's directories removed")

@@ -23,10 +23,10 @@ from typing import Any
 
 from airflow_provider_training.embedded import canonical, runtime
 from airflow_provider_training.embedded.controllers.refs import owner_references
-from airflow_provider_training.embedded.events import record_events
+from airflow_provider_training.embedded.events import new_event, record_events
 from airflow_provider_training.embedded.network import LocalAddressing, shared_network
-from airflow_provider_training.embedded.resources import BY_KEY, BY_KIND, PODS, RESOURCE_TYPES, ResourceType
-from airflow_provider_training.embedded.runtime import ControllerContext, For, Owns, WorkQueue
+from airflow_provider_training.embedded.resources import BY_KEY, BY_KIND, EVENTS, PODS, RESOURCE_TYPES, ResourceType
+from airflow_provider_training.embedded.runtime import ControllerContext, For, Owns, OwnWrites, WorkQueue
 from airflow_provider_training.embedded.store import ConflictError, NotFoundError, Store, WatchEvent
 from airflow_provider_training.frameworks import Event, PodState, objects, plugin, replicas, restarts, runpolicy
 from airflow_provider_training.frameworks import conditions as cond
@@ -39,10 +39,10 @@ from airflow_provider_training.frameworks.base import (
     FrameworkPlugin,
     PodAction,
 )
-from airflow_provider_training.specs import with_defaults
+from airflow_provider_training.specs import defaulted_from_dict
 from airflow_provider_training.specs.annotations import WORKING_DIR_ANNOTATION
 from airflow_provider_training.specs.common import JobStatus
-from airflow_provider_training.specs.jobs import TrainingJob, job_from_dict
+from airflow_provider_training.specs.jobs import TrainingJob
 
 log = logging.getLogger(__name__)
 SERVICES = BY_KEY["core/services"]
@@ -70,12 +70,13 @@ class JobController:
     def __init__(self) -> None:
         self.work: WorkQueue[Key] = WorkQueue()
         self.exited: set[tuple[str, int, int]] = set()
+        self.own_writes = OwnWrites()
 
     async def run(self, ctx: ControllerContext) -> None:
         self.ctx = ctx
         self.store: Store = ctx.store
         self.addressing = LocalAddressing(shared_network(ctx.home))
-        await runtime.run(self, ctx, self.work, on_event=self._on_event)
+        await runtime.run(self, ctx, self.work, on_event=self._on_event, own_writes=self.own_writes)
 
     def _on_event(self, event: WatchEvent) -> None:
         rt = BY_KEY.get(event.resource)
@@ -85,7 +86,7 @@ class JobController:
     def _forget(self, obj: dict[str, Any]) -> None:
         """A deleted job: its pods go by garbage collection; give back their addresses and ports."""
         try:
-            job = with_defaults(job_from_dict(obj))
+            job = defaulted_from_dict(obj)
         except (ValueError, KeyError):  # an object written around the API: nothing was allocated for it
             return
         p = plugin(job.kind)
@@ -100,7 +101,7 @@ class JobController:
         if obj is None or obj["metadata"].get("deletionTimestamp"):
             return None
         try:
-            job = with_defaults(job_from_dict(obj))
+            job = defaulted_from_dict(obj)
         except (ValueError, KeyError) as exc:  # admitted jobs parse; this guards objects written around the API
             log.warning("%s %s/%s cannot be read: %s", resource, namespace, name, exc)
             return None
@@ -250,6 +251,9 @@ class Pass:
         """Store the objects the plan created, in its order; one that exists already is left as it is."""
         pending, self.pending = self.pending, []
         created = self.store.create_missing([(rt.key, obj) for rt, obj, _, _ in pending])
+        for obj in created:
+            if obj is not None:
+                self.c.own_writes.add(obj)
         for (_, _, reason, message), obj in zip(pending, created, strict=True):
             if obj is not None and reason:
                 self.events.append(Event("Normal", reason, message))
@@ -321,6 +325,11 @@ class Pass:
             ) != self.obj.get("spec"):
                 raise ConflictError(self.job.name)
             current["status"] = after
-            self.obj = self.store.update(self.resource, current, check_rv=False)
+            # the status and the pass's events in one transaction, the status first
+            events = [(EVENTS.key, new_event(self.obj, e.type, e.reason, e.message, COMPONENT)) for e in self.events]
+            self.obj = self.c.own_writes.add(
+                self.store.update(self.resource, current, check_rv=False, also_create=events)
+            )
+            return
         # the pass's events in one transaction (a first pass records eight)
         record_events(self.store, [(self.obj, e.type, e.reason, e.message, COMPONENT) for e in self.events])

@@ -38,15 +38,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from airflow_provider_training.embedded import podlogs
+from airflow_provider_training.embedded import podlogs, serviceaccount
 from airflow_provider_training.embedded import runtime as controller_runtime
-from airflow_provider_training.embedded.events import record_event, record_events
+from airflow_provider_training.embedded.events import new_event, record_event, record_events
 from airflow_provider_training.embedded.network import LOCALHOST, Network, shared_network
-from airflow_provider_training.embedded.node import isolation, lifecycle, podspec, podstatus
+from airflow_provider_training.embedded.node import isolation, lifecycle, podspec, podstatus, rundir
 from airflow_provider_training.embedded.node.capacity import Capacity
 from airflow_provider_training.embedded.node.runtime import Runtime
-from airflow_provider_training.embedded.resources import BY_KEY, PODS
-from airflow_provider_training.embedded.runtime import ControllerContext, For, Watches, WorkQueue
+from airflow_provider_training.embedded.resources import BY_KEY, EVENTS, PODS
+from airflow_provider_training.embedded.runtime import ControllerContext, For, OwnWrites, Watches, WorkQueue
 from airflow_provider_training.embedded.runtime.controller import Key, key_of
 from airflow_provider_training.embedded.store import NotFoundError, Store, WatchEvent, now_timestamp
 
@@ -107,6 +107,9 @@ class Tracked:
     unwritten_since: float | None = None
     address: str = ""  # the pod's address, published (``podspec.endpoints_dir``) once a container started
     published: bool = False
+    # The kubelet's events of the states read but not yet written: they go in the transaction of
+    # the status write that reports those states.
+    events: list[podstatus.Event] = field(default_factory=list)
 
     @property
     def key(self) -> Key:
@@ -127,6 +130,7 @@ class NodeAgent:
         self.retry: dict[str, tuple[float, float]] = {}  # uid -> (next attempt, monotonic; delay)
         self.failures: dict[str, str] = {}  # step -> last error logged, so a failure is logged once
         self.work: WorkQueue[Key] = WorkQueue()
+        self.own_writes = OwnWrites()
         self.window = report_window()
 
     @property
@@ -142,7 +146,7 @@ class NodeAgent:
         self.ctx = ctx
         self.store: Store = ctx.store
         self.node_dir = ctx.home.root / "node"
-        (self.node_dir / "pods").mkdir(parents=True, exist_ok=True)
+        rundir.pods_dir(self.node_dir)  # (in memory where the machine has a tmpfs)
         self.isolation = os.environ.get("AIRFLOW_TRAINING_ISOLATION") or await self._probe()
         self.network: Network = shared_network(ctx.home)
         self.runtime = Runtime.from_settings(ctx.home.root)
@@ -151,9 +155,12 @@ class NodeAgent:
         self.retry_initial, self.retry_max = retry_settings()
         self.socket_path = self.node_dir / "agent.sock"
         # published again by the pods found running below (a pod gone while the daemon was down is not)
-        shutil.rmtree(podspec.endpoints_dir(self.node_dir), ignore_errors=True)
-        podspec.endpoints_dir(self.node_dir).mkdir(parents=True, exist_ok=True)
-        self.supervisors = lifecycle.Supervisors(self.node_dir)
+        for published in rundir.runtime_dir(self.node_dir, "endpoints").iterdir():
+            published.unlink(missing_ok=True)
+        self.supervisors = lifecycle.Supervisors(
+            self.node_dir, (serviceaccount.MOUNT_PATH,) if self.isolation == isolation.NAMESPACE else ()
+        )
+        self.supervisors.warm()
         transport = await self._listen()
         log.info(
             "node agent: mounts by %s, %d GPU(s), pod addresses %s",
@@ -164,7 +171,7 @@ class NodeAgent:
         self._adopt()
         tick = asyncio.create_task(self._tick())
         try:
-            await controller_runtime.run(self, ctx, self.work, on_event=self._on_event)
+            await controller_runtime.run(self, ctx, self.work, on_event=self._on_event, own_writes=self.own_writes)
         finally:
             tick.cancel()
             self.supervisors.stop_zygote()
@@ -225,7 +232,7 @@ class NodeAgent:
             try:
                 spec = json.loads((directory / "spec.json").read_text())
             except (OSError, ValueError):
-                shutil.rmtree(directory, ignore_errors=True)
+                self._remove_pod_dirs(directory)
                 continue
             tracked = Tracked(spec["uid"], spec["namespace"], spec["pod"], directory)
             tracked.address = str(spec.get("podIP") or "")
@@ -409,7 +416,7 @@ class NodeAgent:
             except Exception as exc:
                 # Whatever went wrong with this pod stays with this pod: it gets the status and
                 # event a kubelet gives, and is tried again after its back-off.
-                shutil.rmtree(self.node_dir / "pods" / uid, ignore_errors=True)
+                self._remove_pod_dirs(self.node_dir / "pods" / uid)
                 self._cannot_start(pod, podspec.PodConfigError("CreateContainerConfigError", _describe(exc)))
                 started = False
             if started:
@@ -451,7 +458,7 @@ class NodeAgent:
         try:
             spec = podspec.build(context, pod, directory, gpu_ids, bool(self.capacity.gpus))
         except podspec.PodConfigError as exc:
-            shutil.rmtree(directory, ignore_errors=True)
+            self._remove_pod_dirs(directory)
             self._cannot_start(pod, exc)
             return False
         self.waiting.pop(uid, None)
@@ -520,25 +527,30 @@ class NodeAgent:
         """Read the supervisor's state; record its events; write the pod's status when it changed
         (a final phase at once, anything else once the report window has passed, so that a burst
         of changes is one write). Returns the seconds until a deferred write is due."""
-        pod = None
         if self._read_state(tracked):
             self._publish(tracked)
-            events = podstatus.container_events(
+            tracked.events += podstatus.container_events(
                 tracked.state or {}, tracked.seen, tracked.name, tracked.namespace, tracked.uid
             )
-            pod = self.store.get(PODS.key, tracked.namespace, tracked.name) if events else None
-            if pod is not None and pod["metadata"].get("uid") == tracked.uid:
-                record_events(self.store, [(pod, *event, COMPONENT) for event in events])
             if tracked.unwritten_since is None:
                 tracked.unwritten_since = time.monotonic()
-        if tracked.deleting or tracked.unwritten_since is None:
+        if tracked.deleting:
+            self._record_events(tracked, self.store.get(PODS.key, tracked.namespace, tracked.name))
+            return None
+        if tracked.unwritten_since is None:
             return None
         final = (tracked.state or {}).get("phase") in podstatus.TERMINAL or tracked.done
         wait = tracked.unwritten_since + self.window - time.monotonic()
         if not final and wait > 0:
             return wait
-        self._report(tracked, pod)  # (the events are other objects: the pod just read is current)
+        self._report(tracked)
         return None
+
+    def _record_events(self, tracked: Tracked, pod: dict[str, Any] | None) -> None:
+        """The events not yet written, alone (no status write to go with them)."""
+        events, tracked.events = tracked.events, []
+        if events and pod is not None and pod["metadata"].get("uid") == tracked.uid:
+            record_events(self.store, [(pod, *event, COMPONENT) for event in events])
 
     def _publish(self, tracked: Tracked) -> None:
         """The pod's address resolves once one of its containers has started (``init-pytorch`` of
@@ -605,9 +617,12 @@ class NodeAgent:
             podstatus.apply_state(status, tracked.state, now_timestamp())
         tracked.binding = None
         if (status, spec.get("nodeName")) == before:
+            self._record_events(tracked, pod)
             return  # no write when nothing a client could see changed
+        events, tracked.events = tracked.events, []
+        also = [(EVENTS.key, new_event(pod, *event, COMPONENT)) for event in events]
         with contextlib.suppress(NotFoundError):  # (just read: the stored pod with a new status)
-            self.store.update(PODS.key, pod, check_rv=False)
+            self.own_writes.add(self.store.update(PODS.key, pod, check_rv=False, also_create=also))
 
     @staticmethod
     def _never_started(tracked: Tracked) -> bool:
@@ -664,7 +679,7 @@ class NodeAgent:
     def _forget(self, tracked: Tracked) -> None:
         if tracked.process is not None:
             tracked.process.poll()
-        shutil.rmtree(tracked.directory, ignore_errors=True)
+        self._remove_pod_dirs(tracked.directory)
         self.tracked.pop(tracked.uid, None)
         same_name = (
             any(t.namespace == tracked.namespace and t.name == tracked.name for t in self.tracked.values())
@@ -689,7 +704,12 @@ class NodeAgent:
             current["status"] = status
             if pod.get("spec", {}).get("nodeName"):
                 current.setdefault("spec", {})["nodeName"] = pod["spec"]["nodeName"]
-            self.store.update(PODS.key, current, check_rv=False)
+            self.own_writes.add(self.store.update(PODS.key, current, check_rv=False))
+
+    def _remove_pod_dirs(self, directory: Path) -> None:
+        """A pod's runtime directory and its disk-backed emptyDir volumes."""
+        shutil.rmtree(directory, ignore_errors=True)
+        shutil.rmtree(rundir.empty_dir(self.node_dir, directory.name), ignore_errors=True)
 
     def _event(self, pod: dict[str, Any], type_: str, reason: str, message: str, component: str = COMPONENT) -> None:
         record_event(self.store, pod, type_, reason, message, component)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_training.embedded import volumes as claims
-from airflow_provider_training.embedded.node import inclusterconfig, isolation
+from airflow_provider_training.embedded.node import inclusterconfig, isolation, rundir
 from airflow_provider_training.embedded.node import paths as safe
 from airflow_provider_training.embedded.node.runtime import Runtime
 from airflow_provider_training.embedded.paths import Home
@@ -309,6 +309,10 @@ def volume_dirs(ctx: Context, pod: dict[str, Any], pod_dir: Path) -> dict[str, P
             path.mkdir(parents=True, exist_ok=True)
             out[name] = path
         elif "emptyDir" in volume:
+            if ((volume.get("emptyDir") or {}).get("medium") or "") != "Memory":
+                # what a pod writes there is the user's (outputs, checkpoints): on disk, not in the
+                # runtime directory, which may be in memory (``rundir``)
+                local = safe.inside(rundir.empty_dir(ctx.node_dir, pod["metadata"]["uid"]), name, "volume name")
             local.mkdir(parents=True, exist_ok=True)
             out[name] = local
         elif "hostPath" in volume:

@@ -13,7 +13,7 @@ without importing each other.
 """
 
 from airflow_provider_training.embedded.runtime.context import ControllerContext
-from airflow_provider_training.embedded.runtime.controller import For, Owns, Reconciler, Watches, run
+from airflow_provider_training.embedded.runtime.controller import For, Owns, OwnWrites, Reconciler, Watches, run
 from airflow_provider_training.embedded.runtime.manager import (
     CONTROLLERS,
     Controller,
@@ -28,6 +28,7 @@ __all__ = [
     "ControllerContext",
     "ControllerFactory",
     "For",
+    "OwnWrites",
     "Owns",
     "Reconciler",
     "Watches",

@@ -113,15 +113,41 @@ class Reconciler(Protocol):
 Hook = Callable[[WatchEvent], None]
 
 
+class OwnWrites:
+    """The resourceVersions a controller wrote itself. Their events come back through its informers
+    but carry nothing its pass did not already know (the status it computed, the pods it created),
+    so they start no pass: a job's pass is not followed by a pass over its own echo, and the node
+    agent's status write does not reconcile the pod again. (controller-runtime filters such events
+    with predicates per event kind, e.g. ``GenerationChangedPredicate``; matching the exact
+    resourceVersion lets every other change through, a user's status edit included.)"""
+
+    def __init__(self, limit: int = 4096) -> None:
+        self._rvs: dict[int, None] = {}
+        self._limit = limit
+
+    def add(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """Note the write that returned ``obj`` (returned unchanged, for chaining)."""
+        self._rvs[int(obj["metadata"]["resourceVersion"])] = None
+        if len(self._rvs) > self._limit:  # an echo that never came (a relist skipped it)
+            del self._rvs[next(iter(self._rvs))]
+        return obj
+
+    def echo(self, event: WatchEvent) -> bool:
+        """True once for the event of a noted write."""
+        return self._rvs.pop(event.rv, 0) is None
+
+
 async def run(
     controller: Reconciler,
     ctx: ControllerContext,
     queue: WorkQueue[Key] | None = None,
     *,
     on_event: Hook | None = None,
+    own_writes: OwnWrites | None = None,
 ) -> None:
     """Reconcile ``controller``'s keys until ``ctx.stopping``. ``on_event`` sees every event first
-    (for bookkeeping such as releasing what a deleted object held)."""
+    (for bookkeeping such as releasing what a deleted object held); events of ``own_writes`` map to
+    no key."""
     work: WorkQueue[Key] = queue if queue is not None else WorkQueue()
     own = {s.resource for s in controller.sources if isinstance(s, For)}
 
@@ -131,6 +157,8 @@ async def run(
                 on_event(event)
             if event.type == "DELETED" and resource in own:
                 work.forget(key_of(resource, event.namespace, event.name))
+            if own_writes is not None and own_writes.echo(event):
+                continue
             for source in sources:
                 for key in source.keys(event):
                     work.add(key)
