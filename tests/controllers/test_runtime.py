@@ -50,9 +50,11 @@ class Recorder:
         return self.answer(key, self.passes.count(key))
 
 
-async def running(store: Store, tmp_path: Path, controller: Recorder, body: Callable[[], Any]) -> None:
+async def running(
+    store: Store, tmp_path: Path, controller: Recorder, body: Callable[[], Any], own_writes: OwnWrites | None = None
+) -> None:
     ctx = ControllerContext(store, Home(tmp_path))
-    task = asyncio.create_task(run(controller, ctx, WorkQueue(base_delay=0.01)))
+    task = asyncio.create_task(run(controller, ctx, WorkQueue(base_delay=0.01), own_writes=own_writes))
     try:
         await asyncio.sleep(0.05)
         await body()
@@ -121,17 +123,6 @@ def test_conflicts_requeue_at_once_errors_back_off_and_a_returned_delay_comes_ba
     assert names.count("later") == 2
 
 
-async def running_with(store: Store, tmp_path: Path, controller: StatusWriter, body: Callable[[], Any]) -> None:
-    ctx = ControllerContext(store, Home(tmp_path))
-    task = asyncio.create_task(run(controller, ctx, WorkQueue(base_delay=0.01), own_writes=controller.own))
-    try:
-        await asyncio.sleep(0.05)
-        await body()
-    finally:
-        ctx.stopping.set()
-        task.cancel()
-
-
 class StatusWriter(Recorder):
     """Writes its job's status (and creates a pod) on every pass, noting its own writes as the job
     controller and the node agent do."""
@@ -168,5 +159,5 @@ def test_a_controllers_own_writes_start_no_pass_but_anyone_elses_do(store: Store
         store.update(PODS, {**pod("a-1", "a"), "status": {"phase": "Running"}}, check_rv=False)  # the node's
         await asyncio.sleep(0.2)
 
-    asyncio.run(running_with(store, tmp_path, controller, body))
+    asyncio.run(running(store, tmp_path, controller, body, own_writes=controller.own))
     assert controller.passes == [ObjectRef("Job", "ns", "a")] * 3

@@ -22,18 +22,19 @@ from airflow_provider_training.specs.pod import ContainerPort
 
 
 def with_defaults(job: TrainingJob) -> TrainingJob:
-    return _default(job.model_copy(deep=True), job.run_policy.clean_pod_policy)
+    return _default(job.model_copy(deep=True))
 
 
 def defaulted_from_dict(obj: dict[str, Any]) -> TrainingJob:
     """``with_defaults(job_from_dict(obj))`` without the copy: the parsed job is new, so it is
     defaulted in place (the controller reads every job this way on every pass; the deep copy of a
     pydantic model was most of a pass's CPU)."""
-    job = job_from_dict(obj)
-    return _default(job, job.run_policy.clean_pod_policy)
+    return _default(job_from_dict(obj))
 
 
-def _default(out: TrainingJob, explicit_clean_pod_policy: str | None) -> TrainingJob:
+def _default(out: TrainingJob) -> TrainingJob:
+    """Default ``out`` in place."""
+    explicit_clean_pod_policy = out.run_policy.clean_pod_policy  # (before runPolicy gets its default)
     info = out.KIND
     if out.spec.run_policy is None:
         out.spec.run_policy = RunPolicy()

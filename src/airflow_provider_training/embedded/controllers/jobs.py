@@ -316,6 +316,7 @@ class Pass:
         if not self.obj:
             return
         after = dump_status(self.status)
+        events = [(self.obj, e.type, e.reason, e.message, COMPONENT) for e in self.events]
         if after != self.before:
             current = self.store.get(self.resource, self.job.namespace, self.job.name)
             if current is None or current["metadata"]["uid"] != self.obj["metadata"]["uid"]:
@@ -326,10 +327,10 @@ class Pass:
                 raise ConflictError(self.job.name)
             current["status"] = after
             # the status and the pass's events in one transaction, the status first
-            events = [(EVENTS.key, new_event(self.obj, e.type, e.reason, e.message, COMPONENT)) for e in self.events]
+            also = [(EVENTS.key, new_event(*event)) for event in events]
             self.obj = self.c.own_writes.add(
-                self.store.update(self.resource, current, check_rv=False, also_create=events)
+                self.store.update(self.resource, current, check_rv=False, also_create=also)
             )
             return
         # the pass's events in one transaction (a first pass records eight)
-        record_events(self.store, [(self.obj, e.type, e.reason, e.message, COMPONENT) for e in self.events])
+        record_events(self.store, events)

@@ -535,7 +535,7 @@ class NodeAgent:
             if tracked.unwritten_since is None:
                 tracked.unwritten_since = time.monotonic()
         if tracked.deleting:
-            self._record_events(tracked, self.store.get(PODS.key, tracked.namespace, tracked.name))
+            self._record_events(tracked)
             return None
         if tracked.unwritten_since is None:
             return None
@@ -546,10 +546,15 @@ class NodeAgent:
         self._report(tracked)
         return None
 
-    def _record_events(self, tracked: Tracked, pod: dict[str, Any] | None) -> None:
-        """The events not yet written, alone (no status write to go with them)."""
+    def _record_events(self, tracked: Tracked, pod: dict[str, Any] | None = None) -> None:
+        """The events not yet written, alone (no status write to go with them); ``pod``: the stored
+        pod when the caller has just read it."""
         events, tracked.events = tracked.events, []
-        if events and pod is not None and pod["metadata"].get("uid") == tracked.uid:
+        if not events:
+            return
+        if pod is None:
+            pod = self.store.get(PODS.key, tracked.namespace, tracked.name)
+        if pod is not None and pod["metadata"].get("uid") == tracked.uid:
             record_events(self.store, [(pod, *event, COMPONENT) for event in events])
 
     def _publish(self, tracked: Tracked) -> None:

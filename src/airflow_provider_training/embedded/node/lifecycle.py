@@ -82,12 +82,17 @@ def stop_orphans(directory: Path, deadline: float | None, what: str) -> tuple[bo
     return True, deadline
 
 
+SPARES_ENV, DEFAULT_SPARES = "AIRFLOW_TRAINING_SPARE_SUPERVISORS", 4
+
+
 def spare_count() -> int:
     """``AIRFLOW_TRAINING_SPARE_SUPERVISORS``: supervisors kept forked ahead (0: none)."""
+    value = os.environ.get(SPARES_ENV, str(DEFAULT_SPARES))
     try:
-        return max(0, int(os.environ.get("AIRFLOW_TRAINING_SPARE_SUPERVISORS", "4")))
+        return max(0, int(value))
     except ValueError:
-        return 4
+        log.warning("%s=%r is not a whole number; keeping %d spare supervisors", SPARES_ENV, value, DEFAULT_SPARES)
+        return DEFAULT_SPARES
 
 
 class Supervisors:

@@ -24,6 +24,7 @@ host mounts either). They end when the zygote does (their pipe closes).
 
 from __future__ import annotations
 
+import argparse
 import os
 import select
 import signal
@@ -188,22 +189,14 @@ def _fork(pod_dir: str) -> None:
         _child(pod_dir)
 
 
-def _options(argv: list[str]) -> tuple[int, str | None, tuple[str, ...]]:
-    count, view_root, premount = 0, None, []
-    args = iter(argv)
-    for arg in args:
-        if arg == "--spares":
-            count = int(next(args))
-        elif arg == "--view-root":
-            view_root = next(args)
-        elif arg == "--premount":
-            premount.append(next(args))
-    return count, view_root, tuple(premount)
-
-
 def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="entry.py zygote")
+    parser.add_argument("--spares", type=int, default=0)
+    parser.add_argument("--view-root")
+    parser.add_argument("--premount", action="append", default=[])
+    options = parser.parse_args(argv or [])
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
-    spares = Spares(*_options(argv or []))
+    spares = Spares(options.spares, options.view_root, tuple(options.premount))
     spares.last_request = time.monotonic() - REFILL_DELAY  # the first spares at once
     pending = b""
     while True:
