@@ -109,6 +109,33 @@ def test_label_equality_narrows_through_the_index(tmp_path: Path) -> None:
     assert len(decoded) == 5  # only the index's candidates were decoded
 
 
+def test_rewriting_an_object_finds_its_label_and_owner_rows_through_indexes(tmp_path: Path) -> None:
+    """A write replaces its object's label and owner rows; a store made before the indexes (an
+    older provider's) gets them when opened, keeps its objects, and relabels correctly."""
+    path = tmp_path / "s.db"
+    Store(path).close()
+    with sqlite3.connect(path) as db:  # as an older provider left it
+        db.execute("DROP INDEX labels_by_object")
+        db.execute("DROP INDEX owners_by_object")
+    s = Store(path)
+    owned = _cm("p", job="a")
+    owned["metadata"]["ownerReferences"] = [{"uid": "u1", "kind": "PyTorchJob", "name": "j", "controller": True}]
+    stored = s.create("core/pods", owned)
+    stored["metadata"]["labels"] = {"job": "b"}
+    s.update("core/pods", stored)
+    assert [o["metadata"]["name"] for o in s.list("core/pods", "ns", label_equals=[("job", "b")]).items] == ["p"]
+    assert s.list("core/pods", "ns", label_equals=[("job", "a")]).items == []
+    assert s.dependents("u1") == [("core/pods", "ns", "p")]
+    for table in ("labels", "owners"):
+        plan = " ".join(
+            str(row[-1])
+            for row in s._conn.execute(
+                f"EXPLAIN QUERY PLAN DELETE FROM {table} WHERE resource=? AND namespace=? AND name=?", ("a", "b", "c")
+            )
+        )
+        assert f"INDEX {table}_by_object (resource=? AND namespace=? AND name=?)" in plan, plan
+
+
 def test_compaction_makes_old_versions_gone(tmp_path: Path) -> None:
     s = Store(tmp_path / "s.db", event_retention=10)
     for i in range(30):

@@ -43,6 +43,13 @@ CREATE TABLE IF NOT EXISTS events (
     rv INTEGER PRIMARY KEY, resource TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
     type TEXT NOT NULL, body TEXT NOT NULL);
 """
+# Every write replaces its object's label and owner rows: without these, finding them scanned every
+# row of the resource (labels) or of the whole table (owners), so writes slowed as the store grew.
+# Additive (a store with them still opens with an older provider), so created on open, not migrated.
+_INDEXES = """
+CREATE INDEX IF NOT EXISTS labels_by_object ON labels (resource, namespace, name);
+CREATE INDEX IF NOT EXISTS owners_by_object ON owners (resource, namespace, name);
+"""
 
 
 class StoreError(Exception):
@@ -180,6 +187,7 @@ class Store:
                     "('compacted_rv', '0')",
                     (str(SCHEMA_VERSION),),
                 )
+                self._conn.executescript(_INDEXES)
                 return
             version = int(self._meta("schema_version", "0"))
             if version > SCHEMA_VERSION:
@@ -190,6 +198,7 @@ class Store:
                 )
             if version < SCHEMA_VERSION:
                 self._migrate(version)
+            self._conn.executescript(_INDEXES)
 
     def _migrate(self, version: int) -> None:
         self._conn.execute("BEGIN IMMEDIATE")
@@ -471,24 +480,28 @@ class Store:
                 ns, name = meta.get("namespace", ""), meta["name"]
                 body = _dumps(obj)
                 key = (resource, ns, name)
-                conn.execute("DELETE FROM labels WHERE resource=? AND namespace=? AND name=?", key)
-                conn.execute("DELETE FROM owners WHERE resource=? AND namespace=? AND name=?", key)
+                if event_type != "ADDED":  # (a new object has no rows to replace)
+                    conn.execute("DELETE FROM labels WHERE resource=? AND namespace=? AND name=?", key)
+                    conn.execute("DELETE FROM owners WHERE resource=? AND namespace=? AND name=?", key)
                 if event_type == "DELETED":
                     conn.execute("DELETE FROM objects WHERE resource=? AND namespace=? AND name=?", key)
                 else:
                     labels = meta.get("labels") or {}
                     conn.execute(
                         "INSERT OR REPLACE INTO objects VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        (resource, ns, name, meta["uid"], rv, _dumps(labels), body),
+                        (resource, ns, name, meta["uid"], rv, _dumps(labels) if labels else "{}", body),
                     )
-                    conn.executemany(
-                        "INSERT INTO labels VALUES (?, ?, ?, ?, ?)",
-                        [(resource, k, str(v), ns, name) for k, v in labels.items()],
-                    )
-                    conn.executemany(
-                        "INSERT OR IGNORE INTO owners VALUES (?, ?, ?, ?)",
-                        [(ref["uid"], resource, ns, name) for ref in meta.get("ownerReferences") or [] if "uid" in ref],
-                    )
+                    if labels:
+                        conn.executemany(
+                            "INSERT OR IGNORE INTO labels VALUES (?, ?, ?, ?, ?)",
+                            [(resource, k, str(v), ns, name) for k, v in labels.items()],
+                        )
+                    owners = [ref["uid"] for ref in meta.get("ownerReferences") or [] if "uid" in ref]
+                    if owners:
+                        conn.executemany(
+                            "INSERT OR IGNORE INTO owners VALUES (?, ?, ?, ?)",
+                            [(u, resource, ns, name) for u in owners],
+                        )
                 conn.execute("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)", (rv, resource, ns, name, event_type, body))
             conn.execute("UPDATE meta SET value=? WHERE key='resource_version'", (str(rv),))
             self._writes_since_compaction += len(changes)
