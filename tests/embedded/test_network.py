@@ -49,3 +49,19 @@ def test_replica_ports_come_from_below_the_ephemeral_range_and_are_free(tmp_path
     assert len(ports) == 50 and all(1024 <= p < _ephemeral_start() for p in ports)
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", next(iter(ports))))  # not held by anything
+
+
+def test_an_address_given_back_is_not_handed_out_again_at_once(tmp_path: Path) -> None:
+    network = Network(tmp_path / "network.json", routable=True)
+    a, b = network.pod_address("ns", "a"), network.pod_address("ns", "b")
+    network.release_pod("ns", "a")
+    c = network.pod_address("ns", "c")
+    assert c not in (a, b)  # a peer of the deleted pod may still be told ``a``
+    assert all(int(x.split(".")[-1]) not in (0, 255) for x in (a, b, c))
+
+
+def test_allocation_wraps_around_past_the_last_address(tmp_path: Path) -> None:
+    path = tmp_path / "network.json"
+    path.write_text(json.dumps({"hosts": {"ns/first": "127.1.0.1", "ns/last": "127.255.255.254"}, "ports": {}}))
+    network = Network(path, routable=True)
+    assert network.pod_address("ns", "new") == "127.1.0.2"  # past the end: from the start, skipping what is held

@@ -27,6 +27,14 @@ from airflow_provider_training.frameworks.addressing import ReplicaRef
 
 FIRST_POD_ADDRESS = ipaddress.IPv4Address("127.1.0.1")
 LOCALHOST = "127.0.0.1"
+_FIRST, _LAST = int(FIRST_POD_ADDRESS), int(ipaddress.IPv4Address("127.255.255.254"))
+
+
+def _address_number(address: str) -> int:
+    try:
+        return int(ipaddress.IPv4Address(address))
+    except ValueError:  # hand-edited network.json: never handed out, so never in the way
+        return -1
 
 
 def loopback_routable() -> bool:
@@ -83,6 +91,11 @@ class Network:
             data = json.loads(path.read_text())
             self.hosts = {str(k): str(v) for k, v in data.get("hosts", {}).items()}
             self.ports = {str(k): int(v) for k, v in data.get("ports", {}).items()}
+        self._used = {_address_number(a) for a in self.hosts.values()}
+        # the next address to try: after the newest, so an address given back is not handed out
+        # again at once (a peer may still be told it), and an allocation does not scan every
+        # address in use
+        self._next = max(self._used, default=_FIRST - 1) + 1
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
@@ -114,13 +127,15 @@ class Network:
         with self._lock:
             if key in self.hosts:
                 return self.hosts[key]
-            used = set(self.hosts.values())
-            candidate = FIRST_POD_ADDRESS
-            while str(candidate) in used or int(candidate) % 256 in (0, 255):
-                candidate += 1
-            self.hosts[key] = str(candidate)
+            candidate = self._next
+            while candidate in self._used or candidate % 256 in (0, 255) or candidate > _LAST:
+                candidate = _FIRST if candidate >= _LAST else candidate + 1
+            self._next = candidate + 1
+            self._used.add(candidate)
+            address = str(ipaddress.IPv4Address(candidate))
+            self.hosts[key] = address
             self._save()
-            return str(candidate)
+            return address
 
     def port(self, namespace: str, pod: str, name: str) -> int:
         key = f"{namespace}/{pod}/{name}"
@@ -141,13 +156,19 @@ class Network:
         if not self.routable:
             return
         with self._lock:
+            old = self.hosts.get(f"{namespace}/{pod}")
             self.hosts[f"{namespace}/{pod}"] = address
+            self._used.add(_address_number(address))
+            if old is not None and old not in self.hosts.values():
+                self._used.discard(_address_number(old))
             self._save()
 
     def release_pod(self, namespace: str, pod: str) -> None:
         """Forget a pod's address and ports (its job is gone)."""
         with self._lock:
-            self.hosts.pop(f"{namespace}/{pod}", None)
+            address = self.hosts.pop(f"{namespace}/{pod}", None)
+            if address is not None and address not in self.hosts.values():
+                self._used.discard(_address_number(address))
             prefix = f"{namespace}/{pod}/"
             for key in [k for k in self.ports if k.startswith(prefix)]:
                 del self.ports[key]
