@@ -14,7 +14,10 @@ stays ``<home>/node/pods/...``; so is ``<home>/node/endpoints`` (the published p
 
 The directory lives as long as the machine's tmpfs: supervisors (and the pods) survive a daemon
 restart and are adopted as before; after a reboot the directory is gone with the processes, and the
-pods bound to this node are reported lost, as they would be anyway.
+pods bound to this node are reported lost, as they would be anyway. A data directory deleted with
+its daemon stopped (a test's, ``rm -rf`` of a home) leaves its runtime directory behind; the next
+node to start on the machine removes every such one whose supervisors have all ended (each records
+its data directory in a ``home`` file), so memory is not held until a reboot.
 
 ``AIRFLOW_TRAINING_RUNTIME_DIR``: another directory for them (a tmpfs elsewhere), or ``home`` to keep
 them in the data directory (the layout before: a real directory ``<home>/node/pods``). A data
@@ -25,17 +28,28 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
+import shutil
+import time
 from pathlib import Path
+
+from airflow_provider_training.embedded.node.lifecycle import lock_held
 
 RUNTIME_DIR_ENV = "AIRFLOW_TRAINING_RUNTIME_DIR"
 IN_HOME = "home"
 TMPFS = Path("/dev/shm")
+HOME_MARK = "home"  # in each data directory's place in memory: that data directory's node directory
+SWEEP_GRACE = 60.0  # seconds a place without a mark is left alone (one being made now has none yet)
 
 
 def pods_dir(node_dir: Path) -> Path:
-    """``node_dir / "pods"``, made ready: a symlink into memory where possible, else a directory."""
-    return runtime_dir(node_dir, "pods")
+    """``node_dir / "pods"``, made ready: a symlink into memory where possible, else a directory.
+    Also removes what data directories deleted since left in memory (``sweep``)."""
+    link = runtime_dir(node_dir, "pods")
+    if link.is_symlink():
+        sweep(link.resolve().parent.parent, keep=link.resolve().parent)
+    return link
 
 
 def runtime_dir(node_dir: Path, name: str) -> Path:
@@ -54,12 +68,55 @@ def runtime_dir(node_dir: Path, name: str) -> Path:
     target.mkdir(parents=True, exist_ok=True)
     for directory in (target.parent, target):
         os.chmod(directory, 0o700)  # tokens and secrets: the owner's only
-    if link.is_symlink() and Path(os.readlink(link)) == target:
-        return link
-    with contextlib.suppress(FileNotFoundError):
-        link.unlink()
-    link.symlink_to(target, target_is_directory=True)
+    if not (link.is_symlink() and Path(os.readlink(link)) == target):
+        with contextlib.suppress(FileNotFoundError):
+            link.unlink()
+        link.symlink_to(target, target_is_directory=True)
+    mark = target.parent / HOME_MARK
+    if not mark.exists():  # after the link: a marked place whose data directory has no link to it is stale
+        mark.write_text(str(node_dir.resolve()))
     return link
+
+
+def sweep(base: Path, keep: Path) -> list[Path]:
+    """Remove the places under ``base`` of data directories that no longer link to them (deleted,
+    or switched to ``home``) and whose supervisors have all ended; returns what was removed. A place
+    from before the marks is traced through its pods' specs (their ``logs`` is ``<home>/logs``)."""
+    removed = []
+    with contextlib.suppress(OSError):
+        for place in base.iterdir():
+            if place == keep or place.is_symlink() or not place.is_dir():
+                continue
+            try:
+                if _in_use(place):
+                    continue
+                shutil.rmtree(place)
+            except OSError:  # another node removing it too, or not ours to remove
+                continue
+            removed.append(place)
+    return removed
+
+
+def _in_use(place: Path) -> bool:
+    pods = [pod for pod in (place / "pods").glob("*") if pod.is_dir()]
+    if any(lock_held(pod / "supervisor.lock") for pod in pods):
+        return True  # pods of a deleted data directory still run: removed once they end
+    node_dir = _node_dir_of(place, pods)
+    if node_dir is None:
+        return time.time() - place.stat().st_mtime < SWEEP_GRACE
+    return any(
+        (node_dir / name).is_symlink() and (node_dir / name).resolve().parent == place.resolve()
+        for name in ("pods", "endpoints")
+    )
+
+
+def _node_dir_of(place: Path, pods: list[Path]) -> Path | None:
+    with contextlib.suppress(OSError):
+        return Path((place / HOME_MARK).read_text())
+    for pod in pods:
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            return Path(json.loads((pod / "spec.json").read_text())["logs"]).parent / "node"
+    return None
 
 
 def _memory_base() -> Path | None:
