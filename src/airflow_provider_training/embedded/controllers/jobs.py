@@ -132,7 +132,8 @@ class Pass:
         self.c, self.p, self.job, self.obj, self.resource = c, p, job, obj, resource
         self.store = c.store
         self.now = datetime.now(UTC)
-        self.status = job.status.model_copy(deep=True) if job.status is not None else JobStatus()
+        # (``job`` was parsed for this pass alone and nothing reads its status: no copy needed)
+        self.status = job.status if job.status is not None else JobStatus()
         self.before = dump_status(self.status)
         self.events: list[Event] = []
         self.pending: list[tuple[ResourceType, dict[str, Any], str | None, str]] = []

@@ -190,7 +190,6 @@ class Supervisor:
         if spec.get("builtin"):
             self.start_builtin(c)
             return
-        log = podlogs.LogWriter(self.log_path(c))
         mounts = [isolation.Mount.from_dict(m) for m in spec.get("mounts") or []]
         workdir = spec.get("workdir")
         rootfs = spec.get("rootfs")
@@ -224,11 +223,15 @@ class Supervisor:
             )
         except (OSError, subprocess.SubprocessError) as exc:
             # Like a container runtime failing to start the entrypoint (exit code 128).
+            log = podlogs.LogWriter(self.log_path(c))
             log.write(f"failed to start {spec['argv'][:1]}: {exc}\n")
             log.close()
             c.started_once = True
             self.finished(c, 128, "StartError", str(exc), now_rfc3339(), started=now_rfc3339())
             return
+        # The log file after the spawn: creating it (and its directories) on a slow disk would
+        # delay every start; meanwhile the output waits in the pipe.
+        log = podlogs.LogWriter(self.log_path(c))
         c.process = process
         c.recorded = orphans.record(process.pid)
         c.started_mono = time.monotonic()
