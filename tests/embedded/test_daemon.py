@@ -168,3 +168,31 @@ def test_a_store_from_a_newer_provider_is_refused(home: Path) -> None:
     assert "schema version 99" in str(refused.value) and "upgrade the provider" in str(refused.value)
     cli: Any = _cli("start", "--home", str(home), "--timeout", "10")
     assert cli.returncode == 1 and "schema version 99" in cli.stdout
+
+
+def test_events_expire_after_the_time_to_live_as_with_event_ttl(home: Path) -> None:
+    plane = start(home, env={**FAST_SETTINGS, "AIRFLOW_TRAINING_EVENT_TTL": "2"})
+    core = _core(plane)
+    listed = core.list_namespaced_event("default").metadata.resource_version
+    started = time.monotonic()
+    core.create_namespaced_event(
+        "default",
+        {
+            "metadata": {"name": "job.started"},
+            "involvedObject": {"kind": "PyTorchJob", "name": "job", "namespace": "default"},
+            "reason": "Started",
+            "message": "a user's event",
+            "type": "Normal",
+        },
+    )
+    assert [e.metadata.name for e in core.list_namespaced_event("default").items] == ["job.started"]
+    deleted: list[str] = []
+    events = watch.Watch()
+    for e in events.stream(core.list_namespaced_event, "default", resource_version=listed, timeout_seconds=15):
+        if e["type"] == "DELETED":
+            deleted.append(e["object"].metadata.name)
+            events.stop()
+    assert deleted == ["job.started"]  # watchers are told, as when etcd's lease expires
+    # after its time to live (2 s; creationTimestamp has whole seconds, so 1-2 s), not before
+    assert 1.0 <= time.monotonic() - started < 10
+    assert core.list_namespaced_event("default").items == []

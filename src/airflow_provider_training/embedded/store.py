@@ -301,6 +301,9 @@ class Store:
             sql.append(" AND (o.namespace, o.name) > (?, ?)")
             params += list(after)
         sql.append(" ORDER BY o.namespace, o.name")
+        if limit is not None and label_filter is None and object_filter is None:
+            sql.append(" LIMIT ?")  # a page reads its own rows (and one to tell there are more), not the rest
+            params.append(limit + 1)
         items: builtins.list[dict[str, Any]] = []
         next_key: tuple[str, str] | None = None
         with self._lock:
@@ -459,6 +462,27 @@ class Store:
                 meta.setdefault("deletionTimestamp", now_timestamp())
                 self._commit(rv, [("DELETED", resource, obj, old)])
         return obj
+
+    def delete_many(self, resource: str, keys: Iterable[tuple[str, str]]) -> int:
+        """Delete the (namespace, name) objects of ``resource`` that exist, in one transaction (one
+        resourceVersion each, as ``delete`` one by one); returns how many went. For sweeps, such as
+        Events past their time to live; an object with finalizers is marked, as ``delete`` does."""
+        with self._lock:
+            rv = self._rv + 1
+            changes: builtins.list[tuple[str, str, dict[str, Any], dict[str, Any] | None]] = []
+            for namespace, name in keys:
+                old = self.get(resource, namespace, name)
+                if old is None or (old["metadata"].get("finalizers") and old["metadata"].get("deletionTimestamp")):
+                    continue
+                obj: dict[str, Any] = json.loads(_dumps(old))
+                meta = obj["metadata"]
+                meta["resourceVersion"] = str(rv + len(changes))
+                marked = bool(meta.get("finalizers"))
+                meta["deletionTimestamp"] = meta.get("deletionTimestamp") or now_timestamp()
+                changes.append(("MODIFIED" if marked else "DELETED", resource, obj, old))
+            if changes:
+                self._commit(rv, changes)
+        return len(changes)
 
     def _exists(self, resource: str, namespace: str, name: str) -> bool:
         return (

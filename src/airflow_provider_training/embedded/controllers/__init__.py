@@ -1,4 +1,5 @@
-"""Controllers that run inside the daemon: training jobs, batch/v1 Jobs, InferenceServices.
+"""Controllers that run inside the daemon: training jobs, batch/v1 Jobs, InferenceServices, and the
+Events' time to live.
 
 A controller is registered by appending a factory to ``CONTROLLERS``; the daemon builds each (and
 the node agent, which is no controller of this package) with a ``ControllerContext`` and runs
@@ -13,6 +14,7 @@ from airflow_provider_training.embedded.controllers.base import (
     run_controllers,
 )
 from airflow_provider_training.embedded.controllers.batchjobs import BatchJobController
+from airflow_provider_training.embedded.controllers.eventttl import EventTTL
 from airflow_provider_training.embedded.controllers.indexedjobs import IndexedJobController
 from airflow_provider_training.embedded.controllers.inferenceservice import InferenceServiceController
 from airflow_provider_training.embedded.controllers.jobs import JobController
@@ -20,6 +22,7 @@ from airflow_provider_training.embedded.controllers.jobset import JobSetControll
 from airflow_provider_training.embedded.controllers.trainjob import TrainJobController
 
 CONTROLLERS.extend([JobController, BatchJobController, InferenceServiceController])
+CONTROLLERS.append(EventTTL)  # Events expire, as with kube-apiserver's --event-ttl
 # Kubeflow Trainer v2: TrainJob → JobSet → Indexed Jobs → Pods.
 CONTROLLERS.extend([TrainJobController, JobSetController, IndexedJobController])
 
