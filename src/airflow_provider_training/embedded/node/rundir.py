@@ -31,7 +31,6 @@ import hashlib
 import json
 import os
 import shutil
-import time
 from pathlib import Path
 
 from airflow_provider_training.embedded.node.lifecycle import lock_held
@@ -40,7 +39,6 @@ RUNTIME_DIR_ENV = "AIRFLOW_TRAINING_RUNTIME_DIR"
 IN_HOME = "home"
 TMPFS = Path("/dev/shm")
 HOME_MARK = "home"  # in each data directory's place in memory: that data directory's node directory
-SWEEP_GRACE = 60.0  # seconds a place without a mark is left alone (one being made now has none yet)
 
 
 def pods_dir(node_dir: Path) -> Path:
@@ -48,7 +46,8 @@ def pods_dir(node_dir: Path) -> Path:
     Also removes what data directories deleted since left in memory (``sweep``)."""
     link = runtime_dir(node_dir, "pods")
     if link.is_symlink():
-        sweep(link.resolve().parent.parent, keep=link.resolve().parent)
+        place = link.resolve().parent
+        sweep(place.parent, keep=place)
     return link
 
 
@@ -99,15 +98,16 @@ def sweep(base: Path, keep: Path) -> list[Path]:
 
 def _in_use(place: Path) -> bool:
     pods = [pod for pod in (place / "pods").glob("*") if pod.is_dir()]
-    if any(lock_held(pod / "supervisor.lock") for pod in pods):
-        return True  # pods of a deleted data directory still run: removed once they end
     node_dir = _node_dir_of(place, pods)
     if node_dir is None:
-        return time.time() - place.stat().st_mtime < SWEEP_GRACE
-    return any(
+        return True  # being made (the mark comes last), or empty and from before the marks: left alone
+    if any(
         (node_dir / name).is_symlink() and (node_dir / name).resolve().parent == place.resolve()
         for name in ("pods", "endpoints")
-    )
+    ):
+        return True  # its data directory still uses it
+    # pods of a deleted data directory that still run: removed once they end
+    return any(lock_held(pod / "supervisor.lock") for pod in pods)
 
 
 def _node_dir_of(place: Path, pods: list[Path]) -> Path | None:
