@@ -24,6 +24,7 @@ per-pod step is isolated: one pod's failure is that pod's status and events, nev
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import copy
 import json
@@ -125,6 +126,10 @@ class NodeAgent:
 
     def __init__(self) -> None:
         self.tracked: dict[str, Tracked] = {}
+        # (namespace, name) -> uid -> Tracked: a reconcile looks up its pod's without a scan of
+        # every pod this node ran (finished pods stay tracked until deleted)
+        self.named: dict[tuple[str, str], dict[str, Tracked]] = {}
+        self.published: collections.Counter[str] = collections.Counter()  # address -> pods publishing it
         self.waiting: dict[str, Key] = {}  # uid -> key of a pod not yet started (cannot start, no room)
         self.reported: dict[str, str] = {}  # uid -> last scheduling / config message recorded
         self.retry: dict[str, tuple[float, float]] = {}  # uid -> (next attempt, monotonic; delay)
@@ -237,7 +242,7 @@ class NodeAgent:
             tracked = Tracked(spec["uid"], spec["namespace"], spec["pod"], directory)
             tracked.address = str(spec.get("podIP") or "")
             pod = self.store.get(PODS.key, tracked.namespace, tracked.name)
-            self.tracked[tracked.uid] = tracked
+            self._track(tracked)
             if pod is None or pod["metadata"].get("uid") != tracked.uid:
                 self._terminate(tracked)
             else:
@@ -308,7 +313,7 @@ class NodeAgent:
     # -- reconcile ------------------------------------------------------------------------------
     def reconcile(self, key: Key) -> float | None:
         """One pod: stop what its deletion left, report its supervisor's state, or start it."""
-        same_name = [t for t in self.tracked.values() if (t.namespace, t.name) == (key.namespace, key.name)]
+        same_name = list(self.named.get((key.namespace, key.name), {}).values())
         wake: list[float] = []
         for tracked in same_name:
             if tracked.deleting:
@@ -477,7 +482,7 @@ class NodeAgent:
         tracked.address = pod_ip
         tracked.binding = self._binding(pod, pod_ip, now_timestamp())
         tracked.unwritten_since = tracked.started
-        self.tracked[uid] = tracked
+        self._track(tracked)
         # The binding is written with the first state the supervisor reports, or alone once the
         # report window has passed without one (the pod's reconcile comes back then).
         self.work.add_after(tracked.key, self.window)
@@ -565,6 +570,7 @@ class NodeAgent:
         statuses = (tracked.state or {}).get("containerStatuses") or []
         if any("running" in (s.get("state") or {}) or "terminated" in (s.get("state") or {}) for s in statuses):
             tracked.published = True
+            self.published[tracked.address] += 1
             with contextlib.suppress(OSError):
                 (podspec.endpoints_dir(self.node_dir) / tracked.address).touch()
 
@@ -572,8 +578,10 @@ class NodeAgent:
         if not tracked.published:
             return
         tracked.published = False
-        if any(t.published and t.address == tracked.address for t in self.tracked.values()):
+        self.published[tracked.address] -= 1
+        if self.published[tracked.address] > 0:
             return  # another pod still has it (where 127/8 is not routable, every pod is 127.0.0.1)
+        del self.published[tracked.address]
         with contextlib.suppress(OSError):
             (podspec.endpoints_dir(self.node_dir) / tracked.address).unlink()
 
@@ -681,15 +689,23 @@ class NodeAgent:
         elif not self._stop_orphans(tracked):
             self._forget(tracked)
 
+    def _track(self, tracked: Tracked) -> None:
+        self.tracked[tracked.uid] = tracked
+        self.named.setdefault((tracked.namespace, tracked.name), {})[tracked.uid] = tracked
+
+    def _untrack(self, tracked: Tracked) -> None:
+        self.tracked.pop(tracked.uid, None)
+        named = self.named.get((tracked.namespace, tracked.name), {})
+        named.pop(tracked.uid, None)
+        if not named:
+            self.named.pop((tracked.namespace, tracked.name), None)
+
     def _forget(self, tracked: Tracked) -> None:
         if tracked.process is not None:
             tracked.process.poll()
         self._remove_pod_dirs(tracked.directory)
-        self.tracked.pop(tracked.uid, None)
-        same_name = (
-            any(t.namespace == tracked.namespace and t.name == tracked.name for t in self.tracked.values())
-            or tracked.key in self.waiting.values()
-        )
+        self._untrack(tracked)
+        same_name = bool(self.named.get((tracked.namespace, tracked.name))) or tracked.key in self.waiting.values()
         if not same_name:
             shutil.rmtree(self.ctx.home.logs / tracked.namespace / tracked.name, ignore_errors=True)
 
