@@ -28,6 +28,9 @@ MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
 ROOT_CA_CONFIGMAP = "kube-root-ca.crt"
 ISSUER = "https://kubernetes.default.svc.cluster.local"
 _KEY_FILE = "serviceaccount.key"
+# Keys read, by data directory: a key is made once and never changes, and a pod start (mint) and
+# each request with a pod's token (verify) would otherwise read it from disk.
+_keys: dict[Path, bytes] = {}
 
 
 def _b64(data: bytes) -> str:
@@ -39,6 +42,13 @@ def _unb64(text: str) -> bytes:
 
 
 def signing_key(home_root: Path) -> bytes:
+    key = _keys.get(home_root)
+    if key is None:
+        key = _keys[home_root] = _read_or_make_key(home_root)
+    return key
+
+
+def _read_or_make_key(home_root: Path) -> bytes:
     path = home_root / _KEY_FILE
     try:
         return path.read_bytes()
