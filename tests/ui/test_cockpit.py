@@ -16,6 +16,7 @@ from urllib.parse import quote
 import httpx
 import psutil
 import pytest
+from playwright.sync_api import expect
 
 from tests.ui.browser import browser, ti_url
 from tests.ui.conftest import DAG_ID
@@ -140,7 +141,9 @@ def test_training_job_tab_live_then_modelkit_tab(cockpit, registry, model_dir, a
         page.goto(ti_url(cockpit, DAG_ID, run, "train", "training-job"))
         page.wait_for_selector(f'[data-testid="replica-{master}"][data-phase="Running"]', timeout=60_000)
         page.wait_for_selector(f'[data-testid="replica-{worker}"][data-phase="Running"]')
-        assert page.locator('[data-testid="replicas"] tbody tr').count() == 2
+        # retried like the waits above: once, in a loaded CI run, an instant count found no row just
+        # after both rows were seen (the tab rendered anew in between; its cause is not known)
+        expect(page.locator('[data-testid="replicas"] tbody tr')).to_have_count(2)
         page.click(f'[data-testid="show-log-{worker}"]')
         page.wait_for_function(
             f"document.querySelector('[data-testid=\"log-{worker}\"]')?.textContent.includes('rank 1 epoch 3')"
@@ -161,8 +164,8 @@ def test_training_job_tab_live_then_modelkit_tab(cockpit, registry, model_dir, a
         page.wait_for_function(
             'document.querySelectorAll(\'[data-testid="chart-loss"] [data-testid="point"]\').length === 3'
         )
-        assert points.count() == 3  # one point per epoch
-        assert page.locator('[data-testid="chart-accuracy"] [data-testid="point"]').count() == 3
+        expect(points).to_have_count(3)  # one point per epoch
+        expect(page.locator('[data-testid="chart-accuracy"] [data-testid="point"]')).to_have_count(3)
         page.screenshot(path=str(artifacts / "training-job.png"), full_page=True)
         if os.environ.get("COCKPIT_UPDATE_SCREENSHOT"):  # README's image: refreshed on request only
             page.screenshot(path=str(DOCS_IMG / "cockpit-training-job.png"), full_page=False)
