@@ -7,7 +7,6 @@ mapping. The seed files are ``tests/data/seed``'s."""
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 import subprocess
@@ -16,22 +15,19 @@ import tarfile
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
 import yaml
 
 from airflow_provider_training.embedded import start, stop
 from tests import paths
 from tests.fixtures.control_plane import FAST_SETTINGS
 from tests.fixtures.registry import RunningRegistry
+from tests.requires import requires
 
 SEED = paths.SEED
 REPO = Path(__file__).resolve().parents[2]
 KUBECTL = Path(sys.executable).with_name("kubectl")
 
-# installed or not, without importing it at collection (torch alone took 2.3 s of every run's collection)
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("torch") is None, reason="needs torch (tools/setup.sh installs it)"
-)
+pytestmark = requires("torch")
 
 
 def test_package_job_runs_after_the_ddp_job(tmp_path: Path, registry_factory: Callable[..., RunningRegistry]) -> None:

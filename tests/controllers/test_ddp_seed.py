@@ -9,7 +9,6 @@ that mapping is a daemon setting.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -24,15 +23,13 @@ import yaml
 from airflow_provider_training.embedded import ControlPlane, start, stop
 from tests.fixtures.control_plane import FAST_SETTINGS
 from tests.paths import SEED as SEED_DIR
+from tests.requires import requires
 
 REPO = Path(__file__).resolve().parents[2]
 SEED = SEED_DIR / "pytorch-mnist-ddp.yaml"
 KUBECTL = Path(sys.executable).with_name("kubectl")
 
-# installed or not, without importing it at collection (torch alone took 2.3 s of every run's collection)
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("torch") is None, reason="needs torch (tools/setup.sh installs it)"
-)
+pytestmark = requires("torch")
 
 
 @pytest.fixture(scope="module")

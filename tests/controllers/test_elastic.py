@@ -4,21 +4,16 @@ project's ``train.py`` under real ``torchrun``, meeting at the rendezvous the op
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.controllers.jobs import Jobs, conditions
 from tests.factories import job_document as job
+from tests.requires import requires
 
-# installed or not, without importing it at collection (torch alone took 2.3 s of every run's collection)
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("torch") is None, reason="needs torch (tools/setup.sh installs it)"
-)
+pytestmark = requires("torch")
 TRAIN = Path(__file__).resolve().parents[2] / "dags" / "code" / "train.py"
 
 

@@ -3,18 +3,15 @@ hostfile the MPI plugin built, starts one rank in each node pod, and the ranks a
 
 from __future__ import annotations
 
-import importlib.util
 from typing import Any
 
 import pytest
 
 from airflow_provider_training.embedded import ControlPlane
+from tests.requires import requires
 from tests.trainjob.helpers import GROUP, PY, VERSION, TrainJobs, trainjob
 
-# installed or not, without importing it at collection (torch alone took 2.3 s of every run's collection)
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("mpi4py") is None, reason="needs mpi4py (tools/setup.sh installs it)"
-)
+pytestmark = requires("mpi4py")
 ANCESTOR = "trainer.kubeflow.org/trainjob-ancestor-step"
 ALLREDUCE = (
     "import os; from mpi4py import MPI; c = MPI.COMM_WORLD; total = c.allreduce(c.Get_rank() + 1); "
