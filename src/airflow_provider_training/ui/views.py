@@ -190,3 +190,13 @@ def metrics_replica(pods: list[Obj]) -> Obj | None:
         if ((pod.get("metadata") or {}).get("labels") or {}).get("training.kubeflow.org/job-role") == "master":
             return pod
     return min(pods, key=lambda p: (replica_of(p)[1], str(replica_of(p)[0])))
+
+
+def log_page(lines: list[str], tail: int, before: int | None, window: int) -> Obj:
+    """``tail`` lines of a container's log (``lines``, its last ``window`` lines as read): the last
+    ones, or the ones before line ``before``; ``start`` is the first one's number (from 0), ``total``
+    how many there are, ``truncated`` whether the log may have more than the window."""
+    total = len(lines)
+    end = total if before is None else max(0, min(before, total))
+    start = max(0, end - max(0, tail))
+    return {"lines": lines[start:end], "start": start, "total": total, "truncated": total >= window}
