@@ -1,5 +1,5 @@
-"""What a tab is told when its task has no job or ModelKit (wait, or a neutral why), and the pages
-of a replica's log (pure functions of ui/task.py and ui/views.py)."""
+"""What a tab is told when its task has no job or ModelKit (wait, or a neutral why), the pages of a
+replica's log, and a running TrainJob's phase (pure functions of ui/task.py and ui/views.py)."""
 
 from __future__ import annotations
 
@@ -53,3 +53,14 @@ def test_log_pages_count_lines_from_the_first():
     assert views.log_page([], 200, None, 100_000) == {"lines": [], "start": 0, "total": 0, "truncated": False}
     # oversized: a container with more lines than the window says so
     assert views.log_page(["x"] * 50, 10, None, 50)["truncated"] is True
+
+
+def test_a_trainjob_with_an_active_job_reads_running():
+    trainjob = {"kind": "TrainJob", "metadata": {"name": "tj"}, "status": {}}
+    assert views.job_view(trainjob)["phase"] == "Pending"
+    trainjob["status"]["jobsStatus"] = [{"name": "node", "active": 2, "ready": 2, "succeeded": 0, "failed": 0}]
+    assert views.job_view(trainjob)["phase"] == "Running"
+    trainjob["status"]["conditions"] = [{"type": "Complete", "status": "True", "reason": "JobsCompleted"}]
+    assert views.job_view(trainjob)["phase"] == "Succeeded"
+    # hostile: a status that is not what the CRD says reads as it did
+    assert views.job_view({"kind": "TrainJob", "status": {"jobsStatus": ["x", {"active": None}]}})["phase"] == "Pending"

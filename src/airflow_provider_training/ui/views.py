@@ -95,6 +95,16 @@ def conditions(job: Obj) -> list[Obj]:
     return sorted(rows, key=lambda r: str(r["time"]))
 
 
+def _phase(job: Obj, state: Any) -> str:
+    """The job's phase as a person reads it. A running TrainJob has no condition at all (Trainer v2
+    sets only Complete / Failed / Suspended): it runs while a Job of its JobSet is active."""
+    if job.get("kind") == "TrainJob" and state.phase == "Pending":
+        jobs = (job.get("status") or {}).get("jobsStatus") or []
+        if any(isinstance(j, dict) and int(j.get("active") or 0) > 0 for j in jobs):
+            return "Running"
+    return str(state.phase)
+
+
 def job_view(job: Obj) -> Obj:
     meta = job.get("metadata") or {}
     status = job.get("status") or {}
@@ -107,7 +117,7 @@ def job_view(job: Obj) -> Obj:
         "created": meta.get("creationTimestamp"),
         "started": status.get("startTime"),
         "completed": status.get("completionTime"),
-        "phase": state.phase,
+        "phase": _phase(job, state),
         "finished": state.finished,
         "succeeded": state.succeeded,
         "reason": state.reason,
