@@ -12,8 +12,10 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_training.ui.plugin import BUNDLE
+from tests.paths import ROOT
 from tests.ui.browser import ARGS, CHROMIUM
+
+BUNDLE = ROOT / "src" / "airflow_provider_training" / "ui" / "static" / "cockpit.js"  # what the plugin serves
 
 # The bundle's React comes from Airflow's page; the pure functions tested here never call it.
 HOST_STUBS = "globalThis.React = {}; globalThis.ReactDOM = {}; globalThis.ReactJSXRuntime = {};"
