@@ -380,6 +380,7 @@ export function TrainingJobView(props) {
             key={`${current}-${mode}`}
             pod={current}
             follow={mode === "follow"}
+            phase={replica ? replica.phase : ""}
             url={withQuery(apiUrl(`${base}/job/logs/${encodeURIComponent(current)}`), query)}
             onLine={current === metricsPod ? onLine : undefined}
           />

@@ -53,9 +53,27 @@ function trim(blocks) {
   });
 }
 
-export function LogPane({ url, pod, follow, onLine }) {
-  const [blocks, setBlocks] = useState([]);
-  const [status, setStatus] = useState("");
+// A finished replica's pane as it was last shown, kept across re-mounts of the tab (Airflow mounts
+// it anew when the task's state changes, which is when a replica has just finished): the lines the
+// follow showed, and the pages loaded since, stay.
+const remembered = new Map();
+const REMEMBERED = 20;
+
+function remember(url, value) {
+  remembered.delete(url);
+  remembered.set(url, value);
+  if (remembered.size > REMEMBERED) remembered.delete(remembered.keys().next().value);
+}
+
+function finishedPhase(phase) {
+  return Boolean(phase) && phase !== "Running" && phase !== "Pending";
+}
+
+export function LogPane({ url, pod, follow, phase, onLine }) {
+  const memory = remembered.get(url);
+  const [blocks, setBlocks] = useState(() => (memory ? memory.blocks : []));
+  const [status, setStatus] = useState(() => (memory ? memory.status : ""));
+  const [final, setFinal] = useState(() => Boolean(memory && memory.final)); // the finished log is shown
   const [busy, setBusy] = useState(false);
   const box = useRef(null);
   const stick = useRef(true);
@@ -65,22 +83,39 @@ export function LogPane({ url, pod, follow, onLine }) {
   const lineRef = useRef(onLine);
   lineRef.current = onLine;
 
+  const phaseRef = useRef(phase);
+  phaseRef.current = phase;
+
+  useEffect(() => {
+    if (blocks.length || status) remember(url, { blocks, status, final });
+  }, [url, blocks, status, final]);
+
   useEffect(() => {
     let closed = false;
     let pending = [];
     let frame = 0;
-    setBlocks([]);
-    setStatus(follow ? "following" : "");
-    const read = (tail, then) =>
+    const before = remembered.get(url);
+    const read = (tail, then, done) =>
       getJSON(withQuery(url, `tail=${tail}`))
-        .then((body) => !closed && setBlocks((old) => then(old, body)))
+        .then((body) => {
+          if (closed) return;
+          setBlocks((old) => then(old, body));
+          if (done) setFinal(true);
+        })
         .catch((error) => !closed && setStatus(error.message));
     if (!follow) {
-      read(PAGE, (_, body) => pageBlocks(body));
+      if (before && before.final) return undefined; // shown as it was: nothing more will come
+      setStatus("");
+      // At least as many lines as this pane showed before it was mounted anew.
+      const seen = before ? lineCount(before.blocks) : 0;
+      read(Math.max(PAGE, Math.min(seen, MAX_FOLLOWED)), (_, body) => pageBlocks(body), finishedPhase(phaseRef.current));
       return () => {
         closed = true;
       };
     }
+    setBlocks([]);
+    setFinal(false);
+    setStatus("following");
     const flush = () => {
       frame = 0;
       const batch = pending;
@@ -125,7 +160,7 @@ export function LogPane({ url, pod, follow, onLine }) {
       }
       // The replica is done, so its log is final: show it as the cluster has it, at least as many
       // lines as the follow did, the rest a click away.
-      read(Math.max(PAGE, Math.min(received, MAX_FOLLOWED)), settle);
+      read(Math.max(PAGE, Math.min(received, MAX_FOLLOWED)), settle, true);
     });
     source.addEventListener("failure", (message) => {
       setStatus(JSON.parse(message.data).detail);
@@ -167,10 +202,11 @@ export function LogPane({ url, pod, follow, onLine }) {
       .finally(() => setBusy(false));
   };
 
+  const shown = status || (!follow && finishedPhase(phase) ? `replica ${phase}` : "");
   return (
     <div>
       <div style={{ fontSize: 12, ...styles.muted }} data-testid={`log-status-${pod}`}>
-        {pod} {status && `· ${status}`}
+        {pod} {shown && `· ${shown}`}
       </div>
       <pre
         ref={box}

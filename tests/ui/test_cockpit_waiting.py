@@ -151,8 +151,13 @@ def test_the_extra_link_opens_the_tab_marked_active_and_a_remount_keeps_the_repl
         expect(tab).to_have_attribute("aria-current", "page")
         assert ":" in gated.run_id and gated.run_id.split("__", 1)[1] in url  # the run id as a browser writes it
 
-        # Airflow mounts the tab anew (here: to the Logs tab and back); while the cockpit's answers
-        # are held back, the rows it last showed are still there
+        pod = str(rows.get_attribute("data-testid")).removeprefix("replica-")
+        expect(page.locator(f'[data-testid="log-{pod}"]')).to_contain_text("done", timeout=60_000)
+        load_all_earlier(page)
+
+        # Airflow mounts the tab anew (here: to the Logs tab and back; it does so too when the task's
+        # state changes); while the cockpit's answers are held back, the rows it last showed are still
+        # there, and so is every line of the finished replica's log that was loaded
         held: list[Any] = []
         api = re.compile(r".*/training/api/dags/.*/tasks/train/job(\?.*)?$")
         page.route(api, lambda route: held.append(route))
@@ -161,6 +166,8 @@ def test_the_extra_link_opens_the_tab_marked_active_and_a_remount_keeps_the_repl
         tab.click()
         expect(rows).to_have_count(1, timeout=2_000)
         assert held, "the tab asked again (the held request proves the rows came from memory)"
+        assert numbered_lines(page, pod) == [f"line {n} of {LINES}" for n in range(1, LINES + 1)]
+        expect(page.locator(f'[data-testid="log-status-{pod}"]')).to_contain_text("replica Succeeded")
         page.unroute_all(behavior="ignoreErrors")  # the held requests go on (or are dropped with the page)
 
 
