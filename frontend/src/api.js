@@ -26,6 +26,7 @@ export async function getJSON(url) {
     const detail = body && body.detail ? (typeof body.detail === "string" ? body.detail : JSON.stringify(body.detail)) : response.statusText;
     const error = new Error(detail);
     error.status = response.status;
+    error.body = body;
     throw error;
   }
   return body;
@@ -60,4 +61,13 @@ export function metricNames(points) {
     }
   }
   return names;
+}
+
+// Points by step, the newer list winning: what the backend parsed from the whole log, merged with
+// what arrived line by line meanwhile (neither is dropped).
+export function mergePoints(older, newer) {
+  const byStep = new Map();
+  for (const point of older) byStep.set(point.step, point);
+  for (const point of newer) byStep.set(point.step, { ...byStep.get(point.step), ...point });
+  return [...byStep.values()].sort((a, b) => a.step - b.step);
 }

@@ -1,94 +1,142 @@
-// Learning curves as plain SVG: one chart per metric, one line per series (a run), a point per step.
-// Hand-drawn instead of a charting library: the whole view is smaller than the smallest library.
-import { palette } from "./ui.jsx";
+// Learning curves as SVG: one chart per metric, one line per series (a run), a point per step.
+// Scales, ticks and labels come from d3 (scales.js); drawing stays plain SVG with React.
+import { useState } from "react";
+import { formatValue, logPossible, progressAxis, stepAxis, valueAxis } from "./scales.js";
 
-const W = 420;
-const H = 220;
-const M = { left: 48, right: 12, top: 14, bottom: 30 };
+const W = 440;
+const H = 230;
+const M = { left: 56, right: 14, top: 14, bottom: 32 };
+// Colour and dash both change from one series to the next: two runs that drew the same curve show
+// as one line of two colours, not as one run.
+const DASHES = ["", "7 4", "2 3", "9 3 2 3"];
+// Tableau 10 (d3-scale-chromatic's schemeTableau10), a categorical palette made for telling lines
+// apart; written out because importing it pulled all of d3-scale-chromatic's schemes (+16 kB).
+const COLORS = ["#4e79a7", "#f28e2c", "#e15759", "#76b7b2", "#59a14f", "#edc949", "#af7aa1", "#ff9da7", "#9c755f", "#bab0ab"];
+// The log-scale choice per metric outlives a re-mount of the tab (Airflow re-mounts it on a state change).
+const logChoice = new Map();
 
-function ticks(min, max, count = 4, integers = false) {
-  if (min === max) return [min];
-  if (integers && max - min <= count * 2) {
-    return Array.from({ length: Math.floor(max) - Math.ceil(min) + 1 }, (_, i) => Math.ceil(min) + i);
-  }
-  const step = (max - min) / count;
-  return Array.from({ length: count + 1 }, (_, i) => min + i * step);
+export function seriesStyle(index) {
+  return { color: COLORS[index % COLORS.length], dash: DASHES[index % DASHES.length] };
 }
 
-function fmt(value) {
-  const abs = Math.abs(value);
-  if (abs !== 0 && (abs < 0.01 || abs >= 10000)) return value.toExponential(1);
-  return Number(value.toFixed(abs < 1 ? 3 : 1)).toString();
+function xOf(point, series, mode) {
+  if (mode !== "progress") return point.step;
+  const first = series.first;
+  const span = series.last - first;
+  return span > 0 ? ((point.step - first) / span) * 100 : 100;
 }
 
-export function Chart({ metric, series }) {
-  const all = series.flatMap((s) => s.points.filter((p) => typeof p[metric] === "number"));
+export function Chart({ metric, series, xMode = "step", highlight, onHighlight }) {
+  const [log, setLog] = useState(() => logChoice.get(metric) ?? false);
+  const drawn = series.map((s, i) => {
+    const pts = s.points.filter((p) => typeof p[metric] === "number").sort((a, b) => a.step - b.step);
+    return { ...s, index: i, pts, first: pts.length ? pts[0].step : 0, last: pts.length ? pts[pts.length - 1].step : 0 };
+  });
+  const all = drawn.flatMap((s) => s.pts);
   if (!all.length) return null;
-  let [x0, x1] = [Math.min(...all.map((p) => p.step)), Math.max(...all.map((p) => p.step))];
-  let [y0, y1] = [Math.min(...all.map((p) => p[metric])), Math.max(...all.map((p) => p[metric]))];
-  const integerSteps = all.every((p) => Number.isInteger(p.step));
-  if (x0 === x1) [x0, x1] = [x0 - 1, x1 + 1];
-  if (y0 === y1) [y0, y1] = [y0 - Math.abs(y0 || 1) * 0.1, y1 + Math.abs(y1 || 1) * 0.1];
-  const x = (v) => M.left + ((v - x0) / (x1 - x0)) * (W - M.left - M.right);
-  const y = (v) => H - M.bottom - ((v - y0) / (y1 - y0)) * (H - M.top - M.bottom);
+  const values = all.map((p) => p[metric]);
+  const canLog = logPossible(values);
+  const useLog = log && canLog;
+  const steps = all.map((p) => p.step);
+  const xAxis =
+    xMode === "progress"
+      ? progressAxis()
+      : stepAxis(Math.min(...steps), Math.max(...steps), { integer: steps.every(Number.isInteger) });
+  const yAxis = valueAxis(Math.min(...values), Math.max(...values), { log: useLog });
+  const x = xAxis.scale.copy().range([M.left, W - M.right]);
+  const y = yAxis.scale.copy().range([H - M.bottom, M.top]);
+  const toggle = () => {
+    logChoice.set(metric, !log);
+    setLog(!log);
+  };
   return (
-    <figure data-testid={`chart-${metric}`} style={{ display: "inline-block", margin: "0 16px 8px 0" }}>
-      <svg width={W} height={H} role="img" aria-label={`${metric} vs step`} style={{ overflow: "visible" }}>
-        {ticks(y0, y1).map((t) => (
+    <figure data-testid={`chart-${metric}`} data-scale={useLog ? "log" : "linear"} style={{ display: "inline-block", margin: "0 16px 8px 0" }}>
+      <svg width={W} height={H} role="img" aria-label={`${metric} vs ${xMode === "progress" ? "progress" : "step"}`} style={{ overflow: "visible" }}>
+        {yAxis.ticks.map((t, i) => (
           <g key={`y${t}`}>
             <line x1={M.left} x2={W - M.right} y1={y(t)} y2={y(t)} stroke="currentColor" strokeOpacity="0.12" />
-            <text x={M.left - 6} y={y(t) + 4} fontSize="10" textAnchor="end" fill="currentColor">
-              {fmt(t)}
+            <text data-testid="y-tick" x={M.left - 6} y={y(t) + 4} fontSize="10" textAnchor="end" fill="currentColor">
+              {yAxis.labels[i]}
             </text>
           </g>
         ))}
-        {ticks(x0, x1, 4, integerSteps).map((t) => (
-          <text key={`x${t}`} x={x(t)} y={H - M.bottom + 14} fontSize="10" textAnchor="middle" fill="currentColor">
-            {fmt(t)}
-          </text>
+        {xAxis.ticks.map((t, i) => (
+          <g key={`x${t}`}>
+            <line x1={x(t)} x2={x(t)} y1={H - M.bottom} y2={H - M.bottom + 4} stroke="currentColor" strokeOpacity="0.5" />
+            <text data-testid="x-tick" x={x(t)} y={H - M.bottom + 15} fontSize="10" textAnchor="middle" fill="currentColor">
+              {xAxis.labels[i]}
+            </text>
+          </g>
         ))}
+        <line x1={M.left} x2={W - M.right} y1={H - M.bottom} y2={H - M.bottom} stroke="currentColor" strokeOpacity="0.4" />
         <text x={(W + M.left) / 2} y={H - 2} fontSize="11" textAnchor="middle" fill="currentColor">
-          step
+          {xMode === "progress" ? "% of the run's steps" : "step"}
         </text>
-        {series.map((s, i) => {
-          const pts = s.points.filter((p) => typeof p[metric] === "number").sort((a, b) => a.step - b.step);
-          const color = palette[i % palette.length];
-          return (
-            <g key={s.name} data-testid={`series-${metric}`} data-series={s.name}>
-              <polyline
-                fill="none"
-                stroke={color}
-                strokeWidth="2"
-                points={pts.map((p) => `${x(p.step)},${y(p[metric])}`).join(" ")}
-              />
-              {pts.map((p) => (
-                <circle key={p.step} data-testid="point" cx={x(p.step)} cy={y(p[metric])} r="3" fill={color}>
-                  <title>{`${s.name} step ${p.step}: ${metric} ${p[metric]}`}</title>
-                </circle>
-              ))}
-            </g>
-          );
-        })}
+        {drawn
+          .filter((s) => s.pts.length)
+          .sort((a, b) => (a.name === highlight) - (b.name === highlight))
+          .map((s) => {
+            const { color, dash } = seriesStyle(s.index);
+            const faded = highlight && highlight !== s.name;
+            return (
+              <g key={s.name} data-testid={`series-${metric}`} data-series={s.name} data-color={color} opacity={faded ? 0.15 : 1}>
+                <polyline
+                  fill="none"
+                  stroke={color}
+                  strokeWidth={highlight === s.name ? 3 : 2}
+                  strokeDasharray={dash || undefined}
+                  points={s.pts.map((p) => `${x(xOf(p, s, xMode))},${y(p[metric])}`).join(" ")}
+                />
+                {s.pts.map((p) => (
+                  <circle key={p.step} data-testid="point" cx={x(xOf(p, s, xMode))} cy={y(p[metric])} r={s.pts.length > 60 ? 1.5 : 3} fill={color}>
+                    <title>{`${s.title || s.label || s.name}\nstep ${p.step}: ${metric} ${formatValue(p[metric])}`}</title>
+                  </circle>
+                ))}
+              </g>
+            );
+          })}
       </svg>
       <figcaption style={{ fontSize: 12, textAlign: "center" }}>
         <strong>{metric}</strong>
-        {series.length > 1 &&
-          series.map((s, i) => (
-            <span key={s.name} style={{ marginLeft: 10, color: palette[i % palette.length] }}>
-              ● {s.label || s.name}
-            </span>
-          ))}
+        {canLog && (
+          <label style={{ marginLeft: 10, cursor: "pointer" }}>
+            <input type="checkbox" data-testid={`log-${metric}`} checked={useLog} onChange={toggle} /> log scale
+          </label>
+        )}
+        {series.length > 1 && (
+          <div>
+            {drawn.map((s) => {
+              const { color, dash } = seriesStyle(s.index);
+              return (
+                <span
+                  key={s.name}
+                  data-testid="legend-item"
+                  title={s.title || s.name}
+                  onMouseEnter={() => onHighlight && onHighlight(s.name)}
+                  onMouseLeave={() => onHighlight && onHighlight(null)}
+                  style={{ marginLeft: 10, whiteSpace: "nowrap", cursor: "default", display: "inline-flex", alignItems: "center", gap: 4 }}
+                >
+                  <svg width="22" height="8" aria-hidden="true" style={{ display: "inline-block" }}>
+                    <line x1="0" x2="22" y1="4" y2="4" stroke={color} strokeWidth="2.5" strokeDasharray={dash || undefined} />
+                  </svg>
+                  {s.label || s.name}
+                </span>
+              );
+            })}
+          </div>
+        )}
       </figcaption>
     </figure>
   );
 }
 
-export function Curves({ names, series }) {
+export function Curves({ names, series, xMode }) {
+  const [highlight, setHighlight] = useState(null);
   if (!names.length) return null;
   return (
     <div>
       {names.map((name) => (
-        <Chart key={name} metric={name} series={series} />
+        <Chart key={name} metric={name} series={series} xMode={xMode} highlight={highlight} onHighlight={setHighlight} />
       ))}
     </div>
   );

@@ -1,11 +1,11 @@
 // The "Training job" tab of a task instance: header, conditions, replicas (live), events, a log
 // pane per replica with follow, and the learning curves of the run.
 import { useCallback, useEffect, useRef, useState } from "react";
-import { apiUrl, getJSON, metricNames, parseMetric, taskPath, withQuery } from "./api.js";
+import { apiUrl, getJSON, mergePoints, metricNames, parseMetric, taskPath, withQuery } from "./api.js";
 import { Curves } from "./chart.jsx";
+import { LogPane } from "./logpane.jsx";
 import { Message, Phase, styles, when } from "./ui.jsx";
 
-const MAX_LOG_LINES = 2000;
 
 function Header({ job }) {
   const spec = job.spec || { replicas: [] };
@@ -43,7 +43,7 @@ function TrainerStatus({ status }) {
   return (
     <div data-testid="trainer-status" style={{ fontSize: 12, marginTop: 6 }}>
       {typeof progress === "number" && (
-        <span style={{ display: "inline-flex", alignItems: "center", gap: 6, marginRight: 12 }}>
+        <span data-testid="trainer-progress" data-value={progress} style={{ display: "inline-flex", alignItems: "center", gap: 6, marginRight: 12 }}>
           <span style={{ width: 160, height: 8, background: "rgba(128,128,128,.25)", borderRadius: 4, display: "inline-block" }}>
             <span style={{ width: `${Math.max(0, Math.min(100, progress))}%`, height: 8, background: "#2563eb", borderRadius: 4, display: "block" }} />
           </span>
@@ -172,94 +172,6 @@ function Events({ events }) {
   );
 }
 
-function LogPane({ url, pod, follow, onLine }) {
-  const [lines, setLines] = useState([]);
-  const [status, setStatus] = useState("");
-  const box = useRef(null);
-  const stick = useRef(true);
-  const lineRef = useRef(onLine);
-  lineRef.current = onLine;
-
-  useEffect(() => {
-    setLines([]);
-    setStatus(follow ? "following" : "");
-    let pending = [];
-    let frame = 0;
-    const flush = () => {
-      frame = 0;
-      const batch = pending;
-      pending = [];
-      setLines((old) => {
-        const next = old.concat(batch);
-        return next.length > MAX_LOG_LINES ? next.slice(next.length - MAX_LOG_LINES) : next;
-      });
-    };
-    const push = (item) => {
-      pending.push(item);
-      if (!frame) frame = requestAnimationFrame(flush);
-    };
-    if (!follow) {
-      getJSON(url)
-        .then((body) => {
-          (body.previous || []).forEach((text) => push({ text, previous: true }));
-          body.lines.forEach((text) => push({ text }));
-        })
-        .catch((error) => setStatus(error.message));
-      return () => frame && cancelAnimationFrame(frame);
-    }
-    const source = new EventSource(`${url.replace(/\?.*$/, "")}/follow${url.includes("?") ? url.slice(url.indexOf("?")) : ""}`, {
-      withCredentials: true,
-    });
-    source.addEventListener("line", (message) => {
-      const data = JSON.parse(message.data);
-      push({ text: data.line });
-      if (lineRef.current) lineRef.current(data.line);
-    });
-    source.addEventListener("restart", (message) => {
-      push({ text: `── container restarted (restart ${JSON.parse(message.data).value}) ──`, marker: true });
-    });
-    source.addEventListener("end", (message) => {
-      setStatus(`replica ${JSON.parse(message.data).value}`);
-      source.close();
-    });
-    source.addEventListener("failure", (message) => {
-      setStatus(JSON.parse(message.data).detail);
-      source.close();
-    });
-    return () => {
-      source.close();
-      if (frame) cancelAnimationFrame(frame);
-    };
-  }, [url, follow]);
-
-  useEffect(() => {
-    if (box.current && stick.current) box.current.scrollTop = box.current.scrollHeight;
-  }, [lines]);
-
-  return (
-    <div>
-      <div style={{ fontSize: 12, ...styles.muted }}>
-        {pod} {status && `· ${status}`}
-      </div>
-      <pre
-        ref={box}
-        data-testid={`log-${pod}`}
-        style={styles.pre}
-        onScroll={(e) => {
-          const el = e.currentTarget;
-          stick.current = el.scrollHeight - el.scrollTop - el.clientHeight < 24;
-        }}
-      >
-        {lines.map((l, i) => (
-          <div key={i} style={l.marker ? { opacity: 0.6 } : l.previous ? { opacity: 0.7 } : undefined}>
-            {l.text}
-          </div>
-        ))}
-      </pre>
-    </div>
-  );
-}
-
 function Failures({ replicas, base, query }) {
   const failed = replicas.filter((r) => r.failed);
   const [tails, setTails] = useState({});
@@ -291,19 +203,54 @@ function Failures({ replicas, base, query }) {
   );
 }
 
+// The last snapshot of each tab, kept across re-mounts: Airflow's UI mounts the plugin anew when the
+// task's state changes, and the replicas must not vanish until the next answer comes.
+const remembered = new Map();
+const REMEMBERED = 20;
+
+function remember(key, value) {
+  remembered.delete(key);
+  remembered.set(key, value);
+  if (remembered.size > REMEMBERED) remembered.delete(remembered.keys().next().value);
+}
+
+function settled(snapshot) {
+  return snapshot.job.finished && snapshot.replicas.every((r) => r.phase !== "Running" && r.phase !== "Pending");
+}
+
+function Absent({ absent }) {
+  if (absent.waiting) {
+    return (
+      <Message testId="waiting">
+        Waiting for the training job… The task is {absent.state || "not scheduled yet"}; its job shows here as soon as
+        the task submits it.
+      </Message>
+    );
+  }
+  return <Message testId="no-job">No training job here: {absent.detail}.</Message>;
+}
+
 export function TrainingJobView(props) {
   const { base, query } = taskPath(props);
-  const [snapshot, setSnapshot] = useState(null);
+  const key = `${base}?${query}`;
+  const memory = remembered.get(key);
+  const [snapshot, setSnapshot] = useState(memory ? memory.snapshot : null);
+  const [absent, setAbsent] = useState(null); // why there is no job (yet): {detail, waiting, state}
   const [error, setError] = useState(null);
   const [selected, setSelected] = useState(null);
-  const [points, setPoints] = useState([]);
-  const [metricsReplica, setMetricsReplica] = useState(null);
+  const [points, setPoints] = useState(memory ? memory.points : []);
+  const [metricsReplica, setMetricsReplica] = useState(memory ? memory.metricsReplica : null);
   const [live, setLive] = useState(false);
+  const modes = useRef(new Map()); // pod -> "follow" | "static": how its log pane was opened
+
+  useEffect(() => {
+    if (snapshot) remember(key, { snapshot, points, metricsReplica });
+  }, [key, snapshot, points, metricsReplica]);
 
   const loadMetrics = useCallback(() => {
     getJSON(withQuery(apiUrl(`${base}/job/metrics`), query))
       .then((body) => {
-        setPoints(body.points);
+        setPoints((old) => mergePoints(body.points, old));
         setMetricsReplica(body.replica);
       })
       .catch(() => undefined);
@@ -312,32 +259,61 @@ export function TrainingJobView(props) {
   useEffect(() => {
     let source = null;
     let closed = false;
-    setSnapshot(null);
+    let metricsAsked = false;
     setError(null);
+    const onSnapshot = (next) => {
+      setAbsent(null);
+      setSnapshot(next);
+      if (!metricsAsked && next.replicas.length) {
+        metricsAsked = true;
+        loadMetrics();
+      }
+    };
+    const stop = () => {
+      if (source) source.close();
+      setLive(false);
+    };
+    const openStream = () => {
+      source = new EventSource(withQuery(apiUrl(`${base}/job/stream`), query), { withCredentials: true });
+      setLive(true);
+      source.addEventListener("waiting", (message) => setAbsent(JSON.parse(message.data)));
+      source.addEventListener("snapshot", (message) => onSnapshot(JSON.parse(message.data)));
+      source.addEventListener("absent", (message) => {
+        setAbsent(JSON.parse(message.data));
+        stop();
+      });
+      source.addEventListener("end", () => {
+        stop();
+        loadMetrics();
+        getJSON(withQuery(apiUrl(`${base}/job`), query))
+          .then((last) => !closed && setSnapshot(last))
+          .catch(() => undefined);
+      });
+      source.addEventListener("failure", (message) => {
+        const failure = JSON.parse(message.data);
+        // A job deleted after it finished (on_finish_action) is not an error of this page.
+        if (failure.status === 404) setAbsent({ detail: failure.detail, waiting: false });
+        else setError(failure.detail);
+        stop();
+      });
+    };
     getJSON(withQuery(apiUrl(`${base}/job`), query))
       .then((first) => {
         if (closed) return;
-        setSnapshot(first);
-        loadMetrics();
-        if (first.job.finished && first.replicas.every((r) => r.phase !== "Running" && r.phase !== "Pending")) return;
-        source = new EventSource(withQuery(apiUrl(`${base}/job/stream`), query), { withCredentials: true });
-        setLive(true);
-        source.addEventListener("snapshot", (message) => setSnapshot(JSON.parse(message.data)));
-        source.addEventListener("end", () => {
-          source.close();
-          setLive(false);
-          loadMetrics();
-          getJSON(withQuery(apiUrl(`${base}/job`), query))
-            .then((last) => !closed && setSnapshot(last))
-            .catch(() => undefined);
-        });
-        source.addEventListener("failure", (message) => {
-          setError(JSON.parse(message.data).detail);
-          source.close();
-          setLive(false);
-        });
+        onSnapshot(first);
+        if (!settled(first)) openStream();
       })
-      .catch((e) => setError(e.status === 404 ? `No training job: ${e.message}` : e.message));
+      .catch((e) => {
+        if (closed) return;
+        if (e.status === 404 && e.body && typeof e.body.waiting === "boolean") {
+          setAbsent(e.body);
+          if (e.body.waiting) openStream(); // the stream waits for the job, then follows it
+        } else if (e.status === 404) {
+          setAbsent({ detail: e.message, waiting: false });
+        } else {
+          setError(e.message);
+        }
+      });
     return () => {
       closed = true;
       if (source) source.close();
@@ -347,17 +323,25 @@ export function TrainingJobView(props) {
   const onLine = useCallback(
     (line) => {
       const point = parseMetric(line);
-      if (point) setPoints((old) => (old.some((p) => p.step === point.step) ? old : [...old, point]));
+      if (point) setPoints((old) => mergePoints(old, [point]));
     },
     [setPoints],
   );
 
   if (error && !snapshot) return <Message error>{error}</Message>;
+  if (!snapshot && absent) return <Absent absent={absent} />;
   if (!snapshot) return <Message>Loading the training job…</Message>;
   const { job, replicas, events } = snapshot;
   const current = selected || metricsReplica || (replicas[0] && replicas[0].pod);
-  const running = replicas.find((r) => r.pod === current);
-  const follow = live && running && (running.phase === "Running" || running.phase === "Pending");
+  const replica = replicas.find((r) => r.pod === current);
+  const running = Boolean(live && replica && (replica.phase === "Running" || replica.phase === "Pending"));
+  // A pane opened on a finished replica stays as it is; one opened before the live stream was
+  // known to run starts following once it is; a followed pane turns into the finished log by itself.
+  if (current && (!modes.current.has(current) || (modes.current.get(current) === "static" && running))) {
+    modes.current.set(current, running ? "follow" : "static");
+  }
+  const mode = modes.current.get(current);
+  const metricsPod = metricsReplica || (replicas[0] && replicas[0].pod);
   return (
     <div style={styles.page} data-testid="training-job">
       <Header job={job} />
@@ -393,11 +377,12 @@ export function TrainingJobView(props) {
         </div>
         {current && (
           <LogPane
-            key={`${current}-${follow ? "f" : "t"}`}
+            key={`${current}-${mode}`}
             pod={current}
-            follow={Boolean(follow)}
+            follow={mode === "follow"}
+            phase={replica ? replica.phase : ""}
             url={withQuery(apiUrl(`${base}/job/logs/${encodeURIComponent(current)}`), query)}
-            onLine={current === metricsReplica ? onLine : undefined}
+            onLine={current === metricsPod ? onLine : undefined}
           />
         )}
       </div>

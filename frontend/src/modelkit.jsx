@@ -3,18 +3,49 @@ import { useEffect, useState } from "react";
 import { apiUrl, getJSON, taskPath, withQuery } from "./api.js";
 import { Message, bytes, styles } from "./ui.jsx";
 
+const RETRY_MS = 3000; // while a ModelKit task runs, ask again this often (one database read each)
+
 export function ModelKitView(props) {
   const { base, query } = taskPath(props);
   const [kit, setKit] = useState(null);
+  const [absent, setAbsent] = useState(null); // why there is no ModelKit (yet): {detail, waiting, state}
   const [error, setError] = useState(null);
   useEffect(() => {
+    let timer = 0;
+    let closed = false;
     setKit(null);
     setError(null);
-    getJSON(withQuery(apiUrl(`${base}/modelkit`), query))
-      .then(setKit)
-      .catch((e) => setError(e.status === 404 ? `No ModelKit: ${e.message}` : e.message));
+    const load = () =>
+      getJSON(withQuery(apiUrl(`${base}/modelkit`), query))
+        .then((found) => {
+          if (closed) return;
+          setAbsent(null);
+          setKit(found);
+        })
+        .catch((e) => {
+          if (closed) return;
+          if (e.status === 404 && e.body && typeof e.body.waiting === "boolean") {
+            setAbsent(e.body);
+            if (e.body.waiting) timer = setTimeout(load, RETRY_MS);
+          } else {
+            setError(e.message);
+          }
+        });
+    load();
+    return () => {
+      closed = true;
+      clearTimeout(timer);
+    };
   }, [base, query]);
   if (error) return <Message error>{error}</Message>;
+  if (absent && absent.waiting) {
+    return (
+      <Message testId="waiting">
+        Waiting for the ModelKit… The task is {absent.state || "not scheduled yet"}; the ModelKit shows here once it is pushed.
+      </Message>
+    );
+  }
+  if (absent) return <Message testId="no-modelkit">No ModelKit here: {absent.detail}.</Message>;
   if (!kit) return <Message>Loading the ModelKit…</Message>;
   return (
     <div style={styles.page} data-testid="modelkit">

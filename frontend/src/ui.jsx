@@ -1,5 +1,4 @@
 // Small presentational pieces shared by the views (inline styles: no CSS file, no host coupling).
-export const palette = ["#2563eb", "#dc2626", "#16a34a", "#d97706", "#7c3aed", "#0891b2", "#db2777", "#4b5563"];
 
 export const styles = {
   page: { padding: "12px 4px", fontSize: 14, lineHeight: 1.45 },
@@ -76,6 +75,25 @@ export function bytes(size) {
   return `${unit ? value.toFixed(1) : value} ${units[unit]}`;
 }
 
-export function Message({ error, children }) {
-  return <div style={{ ...styles.page, ...(error ? styles.error : styles.muted) }}>{children}</div>;
+// Red only for what went wrong; a tab with nothing (yet) to show says so in the page's own colour.
+export function Message({ error, testId, children }) {
+  return (
+    <div data-testid={testId || (error ? "error" : "message")} style={{ ...styles.page, ...(error ? styles.error : styles.muted) }}>
+      {children}
+    </div>
+  );
+}
+
+// A DAG run's state as Airflow names it (success, failed, running, queued).
+const outcomeColors = { success: "#16a34a", failed: "#dc2626", running: "#2563eb", queued: "#6b7280" };
+
+export function Outcome({ state }) {
+  return (
+    <span
+      data-state={state || ""}
+      style={{ color: "white", background: outcomeColors[state] || "#6b7280", borderRadius: 10, padding: "1px 8px", fontSize: 12, fontWeight: 600 }}
+    >
+      {state || "—"}
+    </span>
+  );
 }

@@ -38,6 +38,10 @@ def browser(deployment: Any, user: str = "admin") -> Iterator[Any]:
 
 
 def ti_url(deployment: Any, dag_id: str, run_id: str, task_id: str, route: str) -> str:
-    from urllib.parse import quote
+    """The tab as the operators' extra links write it (so Airflow marks it active)."""
+    from types import SimpleNamespace
 
-    return f"{deployment.base_url}/dags/{dag_id}/runs/{quote(run_id, safe='')}/tasks/{task_id}/plugin/{route}"
+    from airflow_provider_training.links.cockpit import view_url
+
+    key = SimpleNamespace(dag_id=dag_id, run_id=run_id, task_id=task_id, map_index=-1)
+    return view_url(key, route, base=deployment.base_url)

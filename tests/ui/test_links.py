@@ -21,8 +21,14 @@ with DAG("{dag_id}", schedule=None, start_date=datetime(2026, 1, 1), catchup=Fal
 
 def test_view_urls_name_the_task_instance_tab():
     key = SimpleNamespace(dag_id="d", run_id="manual__2026-01-01T00:00:00+00:00", task_id="t", map_index=-1)
+    # ":" and "+" as the browser writes them in a path (Airflow's UI matches its tabs on that form)
     assert cockpit.view_url(key, cockpit.JOB_ROUTE, base="http://af") == (
-        "http://af/dags/d/runs/manual__2026-01-01T00%3A00%3A00%2B00%3A00/tasks/t/plugin/training-job"
+        "http://af/dags/d/runs/manual__2026-01-01T00:00:00+00:00/tasks/t/plugin/training-job"
+    )
+    # what would end the segment, start a query or fragment, or read as an escape stays escaped
+    hostile = SimpleNamespace(dag_id="d", run_id="a/b?c#d%20 e", task_id="g.t", map_index=-1)
+    assert cockpit.view_url(hostile, cockpit.JOB_ROUTE, base="") == (
+        "/dags/d/runs/a%2Fb%3Fc%23d%2520%20e/tasks/g.t/plugin/training-job"
     )
     mapped = SimpleNamespace(dag_id="d", run_id="r", task_id="t", map_index=2)
     assert (

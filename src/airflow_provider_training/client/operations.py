@@ -8,7 +8,7 @@ from typing import Any
 from airflow_provider_training.client.errors import Conflict, JobDeleted, JobNotFound, NotFound
 from airflow_provider_training.client.resources import Resource, resource_for
 from airflow_provider_training.client.selection import pod_selector, sorted_events
-from airflow_provider_training.client.state import owned_by
+from airflow_provider_training.client.state import replica_of_job
 from airflow_provider_training.client.steps import Steps, core, custom
 
 Timeout = tuple[float, float]
@@ -144,9 +144,7 @@ def pods(
         read="json",
     )
     items = listed.get("items") or []
-    if kind == "TrainJob":  # its pods are owned by the JobSet's Jobs; the label names the TrainJob
-        uid = None
-    return sorted((p for p in items if owned_by(p, uid)), key=lambda p: str(p["metadata"]["name"]))
+    return sorted((p for p in items if replica_of_job(p, kind, uid)), key=lambda p: str(p["metadata"]["name"]))
 
 
 def read_log(

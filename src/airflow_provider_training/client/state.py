@@ -141,3 +141,9 @@ def owned_by(pod: dict[str, Any], uid: str | None) -> bool:
     """A pod with owner references belongs to ``uid``'s job only if one of them names it."""
     owners = (pod.get("metadata") or {}).get("ownerReferences") or []
     return uid is None or not owners or any(o.get("uid") == uid for o in owners)
+
+
+def replica_of_job(pod: dict[str, Any], kind: str, uid: str | None) -> bool:
+    """Whether a pod the job's label selector found is one of the job's own (not a namesake's).
+    A TrainJob's pods are owned by its JobSet's Jobs, so only the label (the JobSet's name) tells."""
+    return owned_by(pod, None if kind == "TrainJob" else uid)

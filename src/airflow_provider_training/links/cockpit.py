@@ -17,12 +17,20 @@ def base_url() -> str:
     return (conf.get("api", "base_url", fallback="") or "").rstrip("/")
 
 
+# What a browser leaves as it is in a URL's path (RFC 3986 sub-delims, ":" and "@"). Airflow's UI
+# marks a tab active when the page's path equals the tab's path as the browser writes it (React
+# Router's NavLink: the route's decoded params, re-encoded by the URL parser): ":" and "+" of a
+# run id stay unescaped there, so a link that escaped them opened the tab with no tab marked.
+PATH_SAFE = "!$&'()*+,;=:@"
+
+
+def _segment(value: str) -> str:
+    return quote(value, safe=PATH_SAFE)
+
+
 def view_url(ti_key: Any, route: str, base: str | None = None) -> str:
     """The task-instance tab ``route`` of the task instance ``ti_key`` (mapped ones included)."""
-    path = (
-        f"/dags/{quote(ti_key.dag_id, safe='')}/runs/{quote(ti_key.run_id, safe='')}"
-        f"/tasks/{quote(ti_key.task_id, safe='')}"
-    )
+    path = f"/dags/{_segment(ti_key.dag_id)}/runs/{_segment(ti_key.run_id)}/tasks/{_segment(ti_key.task_id)}"
     map_index = getattr(ti_key, "map_index", -1)
     if map_index is not None and map_index >= 0:
         path += f"/mapped/{map_index}"

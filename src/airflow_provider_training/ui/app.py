@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
+from airflow.api_fastapi.common.dagbag import create_dag_bag
 from airflow.api_fastapi.common.db.common import SessionDep
 from airflow.api_fastapi.core_api.security import requires_access_dag
 from fastapi import Depends, FastAPI, HTTPException, Query, Request
@@ -25,7 +26,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from airflow_provider_training.client import AsyncTrainingJobClient
 from airflow_provider_training.client.errors import ApiError, BadRequest
-from airflow_provider_training.client.state import job_state
+from airflow_provider_training.client.state import job_state, replica_of_job
 from airflow_provider_training.ui import metrics, modelkit, task, views, watches
 from airflow_provider_training.ui.cluster import ClusterUnavailable, open_client
 
@@ -35,10 +36,15 @@ HEARTBEAT_SECONDS = 15.0
 COALESCE_SECONDS = 0.05
 MAX_EVENTS = 500
 LOG_TAIL = 200
+LOG_WINDOW = 100_000  # the last lines of a container a log pane can page through (kubectl logs has all)
 METRIC_LOG_LINES = 100_000
+WAIT_SECONDS = 1.0  # while a training task has not submitted its job yet, look for it this often
 
 TI = "/api/dags/{dag_id}/runs/{run_id}/tasks/{task_id}"
 CanRead = Depends(requires_access_dag(method="GET", access_entity=DagAccessEntity.TASK_INSTANCE))
+# Serialized DAGs, for the operators' extra links. The API server's own bag is in the state of its
+# app, not of this mounted one; this one caches the same way (LRU + TTL of [api] dag_cache_*).
+DAG_BAG = create_dag_bag()
 
 app = FastAPI(
     title="Training cockpit",
@@ -60,6 +66,19 @@ def _cluster_error(exc: ApiException) -> str:
     return f"the cluster answered {exc.status} {exc.reason or ''}".strip()
 
 
+class Missing(Exception):
+    """No job (or ModelKit) for the task: 404 with why, and whether it may still come (``waiting``)."""
+
+    def __init__(self, answer: dict[str, Any]) -> None:
+        super().__init__(answer["detail"])
+        self.answer = answer
+
+
+@app.exception_handler(Missing)
+async def _missing(request: Request, exc: Missing) -> JSONResponse:
+    return JSONResponse(exc.answer, status_code=404)
+
+
 @app.exception_handler(ApiException)
 async def _api_error(request: Request, exc: ApiException) -> JSONResponse:
     return JSONResponse({"detail": _cluster_error(exc)}, status_code=502)
@@ -69,28 +88,31 @@ def _task_key(dag_id: str, run_id: str, task_id: str, map_index: int) -> task.Ta
     return task.TaskKey(dag_id, run_id, task_id, map_index)
 
 
-def job_ref(
+def _look_up_job(session: Any, key: task.TaskKey) -> task.JobRef | dict[str, Any]:
+    """The job the task submitted, or why there is none (``task.missing``)."""
+    ref = task.job_ref(session, key)
+    return ref if ref is not None else task.missing(task.task_summary(session, key, DAG_BAG), key, "job")
+
+
+def job_or_missing(
     dag_id: str, run_id: str, task_id: str, session: SessionDep, map_index: Annotated[int, Query()] = -1
-) -> task.JobRef:
-    ref = task.job_ref(session, _task_key(dag_id, run_id, task_id, map_index))
-    if ref is None:
-        raise HTTPException(
-            404,
-            f"task {task_id} of run {run_id} has not submitted a training job "
-            "(it is not a training task, has not started, or failed before submitting one)",
-        )
-    return ref
+) -> task.JobRef | dict[str, Any]:
+    return _look_up_job(session, _task_key(dag_id, run_id, task_id, map_index))
+
+
+def job_ref(found: Annotated[task.JobRef | dict[str, Any], Depends(job_or_missing)]) -> task.JobRef:
+    if isinstance(found, task.JobRef):
+        return found
+    raise Missing(found)
 
 
 def modelkit_ref(
     dag_id: str, run_id: str, task_id: str, session: SessionDep, map_index: Annotated[int, Query()] = -1
 ) -> task.ModelKitRef:
-    ref = task.modelkit_ref(session, _task_key(dag_id, run_id, task_id, map_index))
+    key = _task_key(dag_id, run_id, task_id, map_index)
+    ref = task.modelkit_ref(session, key)
     if ref is None:
-        raise HTTPException(
-            404,
-            f"task {task_id} of run {run_id} has not pushed a ModelKit (it is not a packaging task, or has not pushed yet)",
-        )
+        raise Missing(task.missing(task.task_summary(session, key, DAG_BAG), key, "modelkit"))
     return ref
 
 
@@ -164,9 +186,7 @@ class _State:
                 self.pods.clear()
             elif kind == "DELETED":
                 self.pods.pop(str(meta.get("name")), None)
-            elif not self.ref.uid or any(
-                o.get("uid") == self.ref.uid for o in meta.get("ownerReferences") or [{"uid": self.ref.uid}]
-            ):
+            elif replica_of_job(obj, self.ref.kind, self.ref.uid):  # as client.pods() decides it
                 self.pods[str(meta.get("name"))] = obj
         elif source == "event":
             if kind == "RESET":
@@ -241,14 +261,60 @@ async def _job_stream(ref: task.JobRef, request: Request) -> AsyncIterator[str]:
         yield _sse("failure", {"detail": str(exc), "status": 503})
 
 
+def _look_up_job_now(key: task.TaskKey) -> task.JobRef | dict[str, Any]:
+    from airflow.utils.session import create_session
+
+    with create_session() as session:  # the request's session is not meant to outlive the request
+        return _look_up_job(session, key)
+
+
+async def _wait_for_job(key: task.TaskKey, request: Request) -> AsyncIterator[str]:
+    """``waiting`` (the task's state, on every change) until the task has submitted its job, then
+    the job's stream; ``absent`` when the task finished without one. Reads Airflow's database, never
+    the cluster, while it waits."""
+    told: Any = ()
+    quiet = 0.0
+    while True:
+        found = await asyncio.to_thread(_look_up_job_now, key)
+        if isinstance(found, task.JobRef):
+            async for chunk in _job_stream(found, request):
+                yield chunk
+            return
+        if not found["waiting"]:
+            yield _sse("absent", found)
+            return
+        if found["state"] != told:
+            told, quiet = found["state"], 0.0
+            yield _sse("waiting", found)
+        elif quiet >= HEARTBEAT_SECONDS:
+            quiet = 0.0
+            yield ": ping\n\n"
+        await asyncio.sleep(WAIT_SECONDS)
+        quiet += WAIT_SECONDS
+
+
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
 @app.get(TI + "/job/stream", dependencies=[CanRead])
-async def stream_job(ref: JobRefDep, request: Request) -> StreamingResponse:
+async def stream_job(
+    found: Annotated[task.JobRef | dict[str, Any], Depends(job_or_missing)],
+    request: Request,
+    dag_id: str,
+    run_id: str,
+    task_id: str,
+    map_index: Annotated[int, Query()] = -1,
+) -> StreamingResponse:
     """Server-sent events: ``snapshot`` (same shape as ``/job``) whenever the job, a replica or an
-    event changes, ``end`` once the job has finished and no replica runs."""
-    return StreamingResponse(_job_stream(ref, request), media_type="text/event-stream", headers=SSE_HEADERS)
+    event changes, ``end`` once the job has finished and no replica runs. Opened before a training
+    task has submitted its job: ``waiting`` until it has (then as above), or ``absent``."""
+    if isinstance(found, task.JobRef):
+        events = _job_stream(found, request)
+    elif found["waiting"]:
+        events = _wait_for_job(_task_key(dag_id, run_id, task_id, map_index), request)
+    else:
+        raise Missing(found)
+    return StreamingResponse(events, media_type="text/event-stream", headers=SSE_HEADERS)
 
 
 async def _owned_pod(client: AsyncTrainingJobClient, ref: task.JobRef, pod: str) -> dict[str, Any]:
@@ -259,26 +325,57 @@ async def _owned_pod(client: AsyncTrainingJobClient, ref: task.JobRef, pod: str)
     raise HTTPException(404, f"{pod} is not a replica of {ref.kind} {ref.namespace}/{ref.name}")
 
 
+async def _log_lines(
+    client: AsyncTrainingJobClient, ref: task.JobRef, pod: str, container: str | None, *, previous: bool
+) -> list[str]:
+    try:
+        text = await client.read_log(pod, ref.namespace, container=container, tail_lines=LOG_WINDOW, previous=previous)
+    except BadRequest:
+        return []  # not started yet
+    except ApiError:
+        if previous:
+            return []  # no container before this one (any more)
+        raise
+    return text.splitlines()
+
+
 @app.get(TI + "/job/logs/{pod}", dependencies=[CanRead])
-async def get_log(ref: JobRefDep, pod: str, tail: Annotated[int, Query(ge=0, le=100_000)] = LOG_TAIL) -> dict[str, Any]:
-    """The last ``tail`` lines of a replica's current container (``lines``) and, when it restarted,
-    of the previous one (``previous``)."""
+async def get_log(
+    ref: JobRefDep,
+    pod: str,
+    tail: Annotated[int, Query(ge=0, le=LOG_WINDOW)] = LOG_TAIL,
+    before: Annotated[int | None, Query(ge=0)] = None,
+    previous: bool = False,
+) -> dict[str, Any]:
+    """A page of a replica's log. Without ``before``: the last ``tail`` lines of its current container
+    (``lines``, from line ``start`` of ``total``) and, when it restarted, of the container before
+    (``previous``, ``previous_start``, ``previous_total``). With ``before``: the ``tail`` lines before
+    line ``before`` of the current container (``previous=true``: of the one before), to page back.
+    Lines are counted from a container's first line, within its last ``LOG_WINDOW`` lines
+    (``truncated`` when there are more)."""
     async with open_client(ref.conn_id) as client:
         found = await _owned_pod(client, ref, pod)
-        container = views.replica_view(found, ref.kind)["container"]
-        try:
-            text = await client.read_log(pod, ref.namespace, container=container, tail_lines=tail)
-        except BadRequest:
-            text = ""  # not started yet
-        previous = ""
-        if views.replica_view(found, ref.kind)["restarts"]:
-            try:
-                previous = await client.read_log(
-                    pod, ref.namespace, container=container, tail_lines=tail, previous=True
-                )
-            except ApiError:
-                previous = ""
-    return {"pod": pod, "container": container, "lines": text.splitlines(), "previous": previous.splitlines()}
+        replica = views.replica_view(found, ref.kind)
+        container = replica["container"]
+        if before is not None:
+            lines = await _log_lines(client, ref, pod, container, previous=previous)
+            return {"pod": pod, "container": container, **views.log_page(lines, tail, before, LOG_WINDOW)}
+        current = views.log_page(await _log_lines(client, ref, pod, container, previous=False), tail, None, LOG_WINDOW)
+        earlier = views.log_page(
+            await _log_lines(client, ref, pod, container, previous=True) if replica["restarts"] else [],
+            tail,
+            None,
+            LOG_WINDOW,
+        )
+    return {
+        "pod": pod,
+        "container": container,
+        **current,
+        "previous": earlier["lines"],
+        "previous_start": earlier["start"],
+        "previous_total": earlier["total"],
+        "previous_truncated": earlier["truncated"],
+    }
 
 
 async def _log_stream(ref: task.JobRef, pod: str, tail: int) -> AsyncIterator[str]:

@@ -16,10 +16,17 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from airflow_provider_training.links.modelkit import ModelKitRegistryLink
+from airflow_provider_training.links.training import TrainingJobLink
 from airflow_provider_training.specs.refs import ObjectRef
 
 JOB_KEYS = ("job_name", "job_namespace", "job_uid", "job_kind", "job_conn_id")
 MODELKIT_KEYS = ("reference", "digest", "size")
+# The extra links of the training and of the ModelKit operators: how a tab tells which task may
+# still make its object.
+JOB_LINK, MODELKIT_LINK = TrainingJobLink.name, ModelKitRegistryLink.name
+# A task instance in one of these states will not push anything any more (Airflow's State.finished).
+FINISHED = frozenset({"success", "failed", "skipped", "upstream_failed", "removed"})
 
 
 @dataclass(frozen=True)
@@ -43,6 +50,76 @@ class ModelKitRef:
     digest: str
     size: int | None
     registry_conn_id: str | None
+
+
+@dataclass(frozen=True)
+class TaskSummary:
+    """The task instance as far as a tab needs it: may it still make a job or a ModelKit?"""
+
+    state: str | None  # None: not scheduled yet
+    operator: str
+    links: frozenset[str]  # the names of its operator's extra links ("Training job", "ModelKit")
+
+    @property
+    def finished(self) -> bool:
+        return self.state in FINISHED
+
+
+def task_summary(session: Session, key: TaskKey, dag_bag: Any) -> TaskSummary | None:
+    """``None`` when there is no such task instance. The extra links tell a training task (its operator
+    has the "Training job" link) or a ModelKit task from any other, whatever the operator's class is
+    called; they come from the serialized DAG, so nothing of the DAG's code is imported here."""
+    from airflow.models.dagrun import DagRun
+    from airflow.models.taskinstance import TaskInstance
+
+    ti = session.execute(
+        select(TaskInstance.state, TaskInstance.operator, TaskInstance.custom_operator_name).where(
+            TaskInstance.dag_id == key.dag_id,
+            TaskInstance.run_id == key.run_id,
+            TaskInstance.task_id == key.task_id,
+            TaskInstance.map_index == key.map_index,
+        )
+    ).first()
+    if ti is None:
+        return None
+    links: frozenset[str] = frozenset()
+    run = session.scalar(select(DagRun).where(DagRun.dag_id == key.dag_id, DagRun.run_id == key.run_id))
+    dag = dag_bag.get_dag_for_run(run, session=session) if run is not None else None
+    if dag is not None and dag.has_task(key.task_id):
+        links = frozenset(dag.get_task(key.task_id).extra_links)
+    return TaskSummary(
+        state=str(ti.state) if ti.state is not None else None,
+        operator=str(ti.custom_operator_name or ti.operator or ""),
+        links=links,
+    )
+
+
+def missing(summary: TaskSummary | None, key: TaskKey, what: str) -> dict[str, Any]:
+    """Why a task has no job (``what="job"``) or ModelKit (``"modelkit"``), and whether it may still
+    make one (``waiting``): a training task that has not finished has simply not submitted it yet."""
+    link, noun = (JOB_LINK, "a training job") if what == "job" else (MODELKIT_LINK, "a ModelKit")
+    made = "submitted" if what == "job" else "pushed"
+    task = f"task {key.task_id}{f'[{key.map_index}]' if key.map_index >= 0 else ''} of run {key.run_id}"
+    if summary is None:
+        return {"detail": f"{task} does not exist", "waiting": False, "state": None}
+    if link not in summary.links:
+        kind = "training" if what == "job" else "ModelKit"
+        return {
+            "detail": f"{task} has not {made} {noun}: it is not a {kind} task ({summary.operator or 'no operator'})",
+            "waiting": False,
+            "state": summary.state,
+        }
+    if summary.finished:
+        return {
+            "detail": f"{task} finished ({summary.state}) without having {made} {noun}",
+            "waiting": False,
+            "state": summary.state,
+        }
+    return {
+        "detail": f"{task} has not {made} {noun} yet (the task is {summary.state or 'not scheduled yet'})",
+        "waiting": True,
+        "state": summary.state,
+    }
 
 
 def xcoms(session: Session, key: TaskKey, keys: tuple[str, ...]) -> dict[str, Any]:

@@ -95,6 +95,16 @@ def conditions(job: Obj) -> list[Obj]:
     return sorted(rows, key=lambda r: str(r["time"]))
 
 
+def _phase(job: Obj, state: Any) -> str:
+    """The job's phase as a person reads it. A running TrainJob has no condition at all (Trainer v2
+    sets only Complete / Failed / Suspended): it runs while a Job of its JobSet is active."""
+    if job.get("kind") == "TrainJob" and state.phase == "Pending":
+        jobs = (job.get("status") or {}).get("jobsStatus") or []
+        if any(isinstance(j, dict) and int(j.get("active") or 0) > 0 for j in jobs):
+            return "Running"
+    return str(state.phase)
+
+
 def job_view(job: Obj) -> Obj:
     meta = job.get("metadata") or {}
     status = job.get("status") or {}
@@ -107,7 +117,7 @@ def job_view(job: Obj) -> Obj:
         "created": meta.get("creationTimestamp"),
         "started": status.get("startTime"),
         "completed": status.get("completionTime"),
-        "phase": state.phase,
+        "phase": _phase(job, state),
         "finished": state.finished,
         "succeeded": state.succeeded,
         "reason": state.reason,
@@ -190,3 +200,13 @@ def metrics_replica(pods: list[Obj]) -> Obj | None:
         if ((pod.get("metadata") or {}).get("labels") or {}).get("training.kubeflow.org/job-role") == "master":
             return pod
     return min(pods, key=lambda p: (replica_of(p)[1], str(replica_of(p)[0])))
+
+
+def log_page(lines: list[str], tail: int, before: int | None, window: int) -> Obj:
+    """``tail`` lines of a container's log (``lines``, its last ``window`` lines as read): the last
+    ones, or the ones before line ``before``; ``start`` is the first one's number (from 0), ``total``
+    how many there are, ``truncated`` whether the log may have more than the window."""
+    total = len(lines)
+    end = total if before is None else max(0, min(before, total))
+    start = max(0, end - max(0, tail))
+    return {"lines": lines[start:end], "start": start, "total": total, "truncated": total >= window}
