@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from airflow_provider_training.embedded.canonical import image_pull_policy, qos_class
-from airflow_provider_training.embedded.quantity import QuantityError, canonical
+from airflow_provider_training.specs.quantity import QuantityError, canonical
 
 
 @pytest.mark.parametrize(

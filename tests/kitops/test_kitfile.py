@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from airflow_provider_training.specs.kitfile import Kitfile, KitfileError, check, go_float
+from airflow_provider_training.specs.gojson import go_float
+from airflow_provider_training.specs.kitfile import Kitfile, KitfileError, check
 from tests.paths import KITOPS_TESTDATA
 
 DATA = KITOPS_TESTDATA

@@ -10,9 +10,9 @@ from airflow_provider_training.frameworks.trainer import build
 from airflow_provider_training.frameworks.trainer import jobset as js
 from airflow_provider_training.specs.trainer import default_runtimes, documents
 from airflow_provider_training.specs.trainer.crds import JOBSET, openapi_schema
+from airflow_provider_training.specs.trainer.jobset_webhook import jobset_defaults
 from airflow_provider_training.specs.trainer.models import TrainJob
 from airflow_provider_training.specs.trainer.schema import with_defaults
-from airflow_provider_training.specs.trainer.webhook import jobset_defaults
 from tests.trainer.factories import mutate, trainjob
 
 

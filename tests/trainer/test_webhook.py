@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_training.specs.trainer import documents, webhook
+from airflow_provider_training.specs.trainer import documents, jobset_webhook, webhook
 from airflow_provider_training.specs.trainer.models import TrainingRuntime, TrainJob
 from airflow_provider_training.validation import validate
 from tests.trainer.factories import initializer_job, mutate, runtime, trainjob
@@ -253,7 +253,7 @@ def test_jobset_webhook_rule(case: str, doc: dict[str, Any], expected: str | Non
 
 
 def test_jobset_defaults() -> None:
-    defaulted = webhook.jobset_defaults(_jobset(failurePolicy={"rules": [{"action": "FailJobSet"}]}))
+    defaulted = jobset_webhook.jobset_defaults(_jobset(failurePolicy={"rules": [{"action": "FailJobSet"}]}))
     spec = defaulted["spec"]
     assert spec["successPolicy"] == {"operator": "All"}
     assert spec["startupPolicy"] == {"startupPolicyOrder": "AnyOrder"}
@@ -264,12 +264,12 @@ def test_jobset_defaults() -> None:
 
 
 def test_jobset_update_allows_scheduling_fields_only_while_suspended() -> None:
-    old = webhook.jobset_defaults(_jobset(suspend=True))
+    old = jobset_webhook.jobset_defaults(_jobset(suspend=True))
     new = mutate(old, "spec.replicatedJobs[0].template.spec.template.spec.nodeSelector", {"pool": "gpu"})
-    assert webhook.check_jobset(new, old) == []
+    assert jobset_webhook.check_jobset(new, old) == []
     running = mutate(old, "spec.suspend", False)
     new_running = mutate(running, "spec.replicatedJobs[0].template.spec.template.spec.nodeSelector", {"pool": "gpu"})
-    assert [str(i) for i in webhook.check_jobset(new_running, running)] == [
+    assert [str(i) for i in jobset_webhook.check_jobset(new_running, running)] == [
         'spec.replicatedJobs: Invalid value: "array": field is immutable'
     ]
 

@@ -15,7 +15,7 @@ what a real server does before it stores the object:
   ``Priority`` (``priority: 0``, ``preemptionPolicy``), ``DefaultTolerationSeconds``;
 - **canonical quantities** in every ResourceList the server stores (container / init container
   resources, pod ``overhead`` and ``resources``, ephemeral storage, emptyDir ``sizeLimit``, PVC
-  requests, limits and capacity): ``1`` → ``"1"``, ``0.5`` → ``"500m"`` (``quantity.py``);
+  requests, limits and capacity): ``1`` → ``"1"``, ``0.5`` → ``"500m"`` (``specs/quantity.py``);
 - the Pod's ``status.qosClass``, computed from the resources as the server does.
 
 Custom resources (training jobs, InferenceServices) keep what the user wrote, as on a cluster.
@@ -28,8 +28,8 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from airflow_provider_training.embedded.quantity import canonical_map
 from airflow_provider_training.embedded.serviceaccount import MOUNT_PATH, ROOT_CA_CONFIGMAP
+from airflow_provider_training.specs.quantity import canonical_map
 
 Problems = list[tuple[str, Any]]
 DEFAULT_SERVICE_ACCOUNT = "default"

@@ -16,10 +16,10 @@ from airflow_provider_training.frameworks.base import (
     tally,
     template_port,
 )
-from airflow_provider_training.frameworks.gojson import go_marshal
 from airflow_provider_training.frameworks.pods import PodState
 from airflow_provider_training.specs import kinds
 from airflow_provider_training.specs.common import JobStatus
+from airflow_provider_training.specs.gojson import go_marshal
 from airflow_provider_training.specs.jobs import TrainingJob
 from airflow_provider_training.specs.pod import EnvVar
 

@@ -16,6 +16,7 @@ import json
 from typing import Any
 
 from airflow_provider_training.kitops import mediatypes
+from airflow_provider_training.specs.gojson import go_json
 from airflow_provider_training.specs.kitfile import (
     Code,
     Dataset,
@@ -24,7 +25,6 @@ from airflow_provider_training.specs.kitfile import (
     KitfileError,
     Model,
     ModelPart,
-    go_json,
 )
 
 

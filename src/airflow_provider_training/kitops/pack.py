@@ -22,6 +22,7 @@ from airflow_provider_training.kitops.rawlayer import check_raw, write_raw
 from airflow_provider_training.kitops.reference import Reference
 from airflow_provider_training.kitops.store import Descriptor, LocalStore
 from airflow_provider_training.kitops.tarlayer import COMPRESSIONS, LayerBlob, ProgressFn, write_layer
+from airflow_provider_training.specs.gojson import go_json
 from airflow_provider_training.specs.kitfile import (
     DEFAULT_KITFILE_NAMES,
     Kitfile,
@@ -29,7 +30,6 @@ from airflow_provider_training.specs.kitfile import (
     LayerInfo,
     check,
     clean_path,
-    go_json,
 )
 
 log = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from airflow_provider_training.kitops.tarlayer import CHUNK, LayerBlob, ProgressFn, _tar_mode
-from airflow_provider_training.specs.kitfile import go_json
+from airflow_provider_training.specs.gojson import go_json
 
 EPOCH = "1970-01-01T00:00:00Z"
 

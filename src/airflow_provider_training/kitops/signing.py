@@ -44,7 +44,7 @@ from airflow_provider_training.kitops.registry import (
     RegistryError,
 )
 from airflow_provider_training.kitops.transfer import fetch_manifest
-from airflow_provider_training.specs.kitfile import go_json
+from airflow_provider_training.specs.gojson import go_json
 
 log = logging.getLogger(__name__)
 

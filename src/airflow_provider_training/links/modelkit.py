@@ -7,7 +7,7 @@ from typing import Any
 
 from airflow.sdk import BaseOperatorLink
 
-from airflow_provider_training.kitops.reference import TCR_PERSONAL_HOST, ReferenceError, parse
+from airflow_provider_training.kitops.reference import TCR_PERSONAL_HOST, ReferenceError, is_tcr_host, parse
 from airflow_provider_training.links.cockpit import MODELKIT_ROUTE, pushed, view_url
 
 TCR_CONSOLE = "https://console.cloud.tencent.com/tcr"
@@ -22,7 +22,7 @@ def registry_url(reference: str) -> str:
     host = ref.registry.split(":")[0].lower()
     if host == TCR_PERSONAL_HOST:
         return f"{TCR_CONSOLE}/repository/details/ccr/{ref.namespace}/{ref.name}"
-    if ref.is_tcr:
+    if is_tcr_host(ref.registry):
         instance = host.split(".")[0]
         return f"{TCR_CONSOLE}/repository?instance={instance}&namespace={ref.namespace}&name={ref.name}"
     scheme = "http" if host in ("localhost", "127.0.0.1") else "https"

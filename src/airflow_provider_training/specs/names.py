@@ -83,3 +83,20 @@ def label_value(value: str) -> list[str]:
             "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
         )
     return errors
+
+
+_PATH_CHARS = re.compile(r"^[A-Za-z0-9/\-._~%!$&'()*+,;=:]+$")
+
+
+def domain_prefixed_path(value: str) -> list[str]:
+    """``IsDomainPrefixedPath`` (``acme.io/foo``): its field errors, ``Required value`` / ``Invalid value: …``."""
+    if not value:
+        return ["Required value"]
+    parts = value.split("/", 1)
+    if len(parts) < 2:
+        return [f'Invalid value: "{value}": must be a domain-prefixed path (such as "acme.io/foo")']
+    host, rest = parts
+    errors = [f'Invalid value: "{host}": {err}' for err in dns1123_subdomain(host)]
+    if not _PATH_CHARS.match(rest):
+        errors.append(f'Invalid value: "{rest}": Invalid path')
+    return errors

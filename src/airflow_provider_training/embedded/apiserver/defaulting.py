@@ -8,8 +8,8 @@ from typing import Any
 
 from airflow_provider_training.embedded import canonical
 from airflow_provider_training.embedded.apiserver.errors import bad_request
-from airflow_provider_training.embedded.quantity import QUANTITY_ERROR
 from airflow_provider_training.embedded.resources import ResourceType
+from airflow_provider_training.specs.quantity import QUANTITY_ERROR
 
 
 def canonical_form(rt: ResourceType, obj: dict[str, Any], *, new: bool) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from airflow_provider_training.specs.issues import Issue
 from airflow_provider_training.specs.trainer import constants as c
-from airflow_provider_training.specs.trainer import documents, webhook
+from airflow_provider_training.specs.trainer import documents, jobset_webhook, webhook
 from airflow_provider_training.specs.trainer.models import JobSet, TrainingRuntime, TrainJob
 
 # Finds the runtime a TrainJob references: the runtime, or None and the lookup error (NotFound text).
@@ -72,7 +72,7 @@ def _webhooks(
         return webhook.check_trainjob(obj, runtime, lookup_error=error, old=old_job, active_replicated_jobs=active)
     if isinstance(obj, TrainingRuntime):
         return webhook.check_runtime(obj, _typed(old, TrainingRuntime))
-    return webhook.check_jobset(data, webhook.jobset_defaults(old) if old is not None else None), []
+    return jobset_webhook.check_jobset(data, jobset_webhook.jobset_defaults(old) if old is not None else None), []
 
 
 def _typed(data: dict[str, Any] | None, cls: type[Any]) -> Any:

@@ -18,7 +18,7 @@ from airflow_provider_training.frameworks.trainer.build import build
 from airflow_provider_training.frameworks.trainer.info import BuildError, gpus_per_node
 from airflow_provider_training.specs import names
 from airflow_provider_training.specs.issues import Issue
-from airflow_provider_training.specs.trainer import compat, documents, webhook
+from airflow_provider_training.specs.trainer import compat, documents, jobset_webhook, webhook
 from airflow_provider_training.specs.trainer import constants as c
 from airflow_provider_training.specs.trainer.crds import JOBSET, openapi_schema
 from airflow_provider_training.specs.trainer.models import JobSet, TrainingRuntime, TrainJob
@@ -122,7 +122,7 @@ def check(data: dict[str, Any], catalog: Catalog, *, strict: bool = False) -> Fi
         findings.warnings += compat.check_runtime(obj)
     elif isinstance(obj, JobSet) and checked.defaulted is not None:
         named = documents.with_generated_name(checked.defaulted)
-        findings.errors += webhook.check_jobset(webhook.jobset_defaults(named))
+        findings.errors += jobset_webhook.check_jobset(jobset_webhook.jobset_defaults(named))
     return findings
 
 
@@ -170,8 +170,8 @@ def _trainjob(job: TrainJob, catalog: Catalog, findings: Findings) -> None:
         findings.warnings += compat.check_gpu_use(job, runtime, gpus_per_node(built.info.resources_per_node()))
     framework = runtime.spec.ml_policy.framework if runtime.spec.ml_policy else None
     findings.warnings += envrefs.check(job, built.jobset, framework)
-    jobset = webhook.jobset_defaults(with_defaults(built.jobset, openapi_schema(JOBSET)))
-    for issue in webhook.check_jobset(jobset):
+    jobset = jobset_webhook.jobset_defaults(with_defaults(built.jobset, openapi_schema(JOBSET)))
+    for issue in jobset_webhook.check_jobset(jobset):
         findings.errors.append(
             Issue(
                 "metadata.name" if "name is too long" in issue.message else "",

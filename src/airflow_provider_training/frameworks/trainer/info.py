@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_provider_training.frameworks.trainer import patch
+from airflow_provider_training.specs import quantity
 from airflow_provider_training.specs.trainer import constants as c
-from airflow_provider_training.specs.trainer import quantity
 from airflow_provider_training.specs.trainer.models import MLPolicy, TrainingRuntime, TrainJob
 
 
@@ -102,7 +102,7 @@ def gpus_per_node(resources: dict[str, Any]) -> int:
     def count(resource_list: dict[str, Any] | None) -> int:
         for name, amount in (resource_list or {}).items():
             if "gpu" in name.lower():
-                return quantity.value(amount)
+                return quantity.ceil_value(amount)
         return 0
 
     requested = count(resources.get("requests"))
@@ -113,10 +113,10 @@ def gpus_per_node(resources: dict[str, Any]) -> int:
 def cpus_per_node(resources: dict[str, Any]) -> int:
     """``getNumCPUPerNode``: requests.cpu rounded up, else limits.cpu, else 0."""
     request = (resources.get("requests") or {}).get("cpu")
-    if request is None or quantity.parse(request) in (None, 0):
+    if request is None or quantity.decimal_value(request) in (None, 0):
         limit = (resources.get("limits") or {}).get("cpu")
-        return quantity.value(limit) if limit is not None else 0
-    return quantity.value(request)
+        return quantity.ceil_value(limit) if limit is not None else 0
+    return quantity.ceil_value(request)
 
 
 def merge_resources(base: dict[str, Any] | None, override: dict[str, Any]) -> dict[str, Any]:
@@ -129,7 +129,8 @@ def merge_resources(base: dict[str, Any] | None, override: dict[str, Any]) -> di
             out[part] = copy.deepcopy(override[part])
             continue
         merged = dict(out.get(part) or {})
-        merged.update({name: quantity.canonical(amount) for name, amount in (override[part] or {}).items()})
+        # as the controller's Go structs write them back: kube-apiserver's canonical strings
+        merged.update(quantity.canonical_map(override[part] or {}, f"resources.{part}"))
         out[part] = merged
     return out
 

@@ -11,11 +11,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from airflow_provider_training.specs import lint
+from airflow_provider_training.specs import lint, quantity
 from airflow_provider_training.specs.issues import Issue, join
 from airflow_provider_training.specs.pod import Container, PodSpec
 from airflow_provider_training.specs.trainer import constants as c
-from airflow_provider_training.specs.trainer import quantity
 from airflow_provider_training.specs.trainer.models import TrainingRuntime, TrainJob
 
 # Schemes upstream's initializer images accept (``pkg/initializers``).
@@ -190,8 +189,8 @@ def check_node_resources(resources: dict[str, Any], path: str) -> list[Issue]:
     limits = resources.get("limits") or {}
     requests = resources.get("requests") or {}
     for name, amount in requests.items():
-        request = quantity.parse(amount)
-        limit = quantity.parse(limits[name]) if name in limits else None
+        request = quantity.decimal_value(amount)
+        limit = quantity.decimal_value(limits[name]) if name in limits else None
         if _overcommittable(name):
             if request is not None and limit is not None and request > limit:
                 issues.append(

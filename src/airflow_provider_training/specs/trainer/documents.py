@@ -14,8 +14,8 @@ from airflow_provider_training.specs import lint
 from airflow_provider_training.specs.issues import Issue
 from airflow_provider_training.specs.loader import _with_object_meta
 from airflow_provider_training.specs.schema import check
+from airflow_provider_training.specs.trainer import jobset_webhook
 from airflow_provider_training.specs.trainer import schema as trainer_schema
-from airflow_provider_training.specs.trainer import webhook
 from airflow_provider_training.specs.trainer.crds import TRAINER_KINDS, TrainerKind, openapi_schema
 from airflow_provider_training.specs.trainer.models import JobSet, TrainingRuntime, TrainJob
 
@@ -64,7 +64,7 @@ def check_document(data: dict[str, Any], old: dict[str, Any] | None = None) -> C
     schema = openapi_schema(info)
     if info.kind == "JobSet" and isinstance(data.get("spec"), dict):
         # JobSet's mutating webhook runs before the schema check (it names failure-policy rules).
-        data = webhook.jobset_defaults(data)
+        data = jobset_webhook.jobset_defaults(data)
     structural = check(data, _with_object_meta(schema))
     result.errors += structural.errors
     result.unknown = [lint.unknown_field(path, schema) for path in structural.unknown_fields]
