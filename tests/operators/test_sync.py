@@ -53,7 +53,7 @@ PyTorchJobOperator(task_id="train", job={job_literal(replicas={"Master": 1, "Wor
     assert "[mnist-worker-0]" not in out  # log_replicas="master" by default
     # the extra link opens the cockpit's "Training job" tab of this task instance
     assert xcom(ti, "_link_TrainingJobLink").endswith(
-        f"/runs/{quote(ti.run_id, safe='')}/tasks/{ti.task_id}/plugin/training-job"
+        f"/runs/{quote(ti.run_id, safe=':+')}/tasks/{ti.task_id}/plugin/training-job"
     )
     assert xcom(ti, "job_conn_id") == ""  # the embedded control plane
 
