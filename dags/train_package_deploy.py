@@ -183,11 +183,14 @@ with DAG(
         "gpus_per_replica": Param(
             0, type="integer", minimum=0, maximum=8, description="nvidia.com/gpu limit of each replica (0: CPU, gloo)."
         ),
+        # Optional: null (the default) means no signing. A required string with an empty default
+        # kept the trigger form's Trigger button disabled.
         "signing_conn_id": Param(
-            "",
-            type="string",
+            None,
+            type=["null", "string"],
             description="A modelkit_signing connection: sign the ModelKit (cosign layout) with the run's SLSA "
-            "provenance attached, and deploy only after verifying the signature and every layer. Empty: no signing.",
+            "provenance attached, and deploy only after verifying the signature and every layer. Empty: no signing. "
+            "Checked before anything is pushed.",
         ),
     },
 ) as dag:
@@ -205,7 +208,7 @@ with DAG(
         reference="{{ conn." + REGISTRY_CONN + ".host }}/{{ params.repository }}:{{ run_tag() }}",
         registry_conn_id=REGISTRY_CONN,
         namespace="{{ params.namespace }}",
-        signing_conn_id="{{ params.signing_conn_id }}",  # empty: not signed
+        signing_conn_id="{{ params.signing_conn_id or '' }}",  # empty: not signed
     )
 
     deploy = InferenceServiceOperator(
@@ -215,7 +218,7 @@ with DAG(
         storage_uri="{{ ti.xcom_pull(task_ids='package', key='reference') }}"
         "@{{ ti.xcom_pull(task_ids='package', key='digest') }}",
         registry_conn_id=REGISTRY_CONN,
-        signing_conn_id="{{ params.signing_conn_id }}",  # set: refuse what that key did not sign
+        signing_conn_id="{{ params.signing_conn_id or '' }}",  # set: refuse what that key did not sign
     )
 
     @task

@@ -55,7 +55,7 @@ with DAG(
             pattern=r"^[a-z0-9]+([._-][a-z0-9]+)*/[a-z0-9]+([._-][a-z0-9]+)*$",
             title="ModelKit repository (<namespace>/<name>)",
         ),
-        "tag": Param("", type=["null", "string"], pattern=TAG_PATTERN, title="Tag (empty = the run's time and hash)"),
+        "tag": Param(None, type=["null", "string"], pattern=TAG_PATTERN, title="Tag (empty = the run's time and hash)"),
         "deploy": Param(False, type="boolean", title="Deploy to the digits InferenceService"),
         "namespace": Param("default", type="string", title="Kubernetes namespace"),
         "gpus_per_replica": Param(0, type="integer", minimum=0, maximum=8, title="GPUs per replica (nvidia.com/gpu)"),

@@ -198,3 +198,48 @@ def test_hook_test_connection(registry_token, monkeypatch):
     assert ok, msg
     ok, msg = ModelKitRegistryHook("reg_bad").test_connection()
     assert not ok and "authentication" in msg and "nope" not in msg
+
+
+@pytest.mark.parametrize(
+    ("signing", "expected"),
+    [
+        (None, "signing_conn_id 'no_such_key': no Airflow connection has this id"),
+        ({"conn_type": "modelkit_signing", "extra": {}}, "has no private_key or private_key_file extra"),
+        ({"conn_type": "modelkit_signing", "extra": {"private_key": "not a PEM key"}}, "signing key:"),
+    ],
+    ids=["missing", "no-key", "garbage-key"],
+)
+def test_a_bad_signing_connection_fails_before_anything_is_pushed(
+    write_dag, registry, monkeypatch, tmp_path, capfd, signing, expected
+):
+    """A signing connection that is missing or holds no usable key fails the task at once, naming
+    the connection, and leaves no (unsigned) tag in the registry."""
+    import httpx
+
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_PREFLIGHT_REGISTRY",
+        json.dumps({"conn_type": "modelkit_registry", "host": registry.host, "extra": {"plain_http": True}}),
+    )
+    if signing is not None:
+        monkeypatch.setenv("AIRFLOW_CONN_NO_SUCH_KEY", json.dumps(signing))
+    make_tree(tmp_path / "model", {"weights.bin": b"\x02" * 64})
+    repository = f"ml-models/preflight-{tmp_path.name.lower().replace('_', '-')}"
+    dag = write_dag(
+        f"""
+        from airflow.sdk import DAG
+        from airflow_provider_training.operators.modelkit import ModelKitPackAndPushOperator
+
+        with DAG("modelkit_preflight", schedule=None):
+            ModelKitPackAndPushOperator(task_id="package", source="{tmp_path / "model"}",
+                                        reference="{registry.host}/{repository}:v1",
+                                        registry_conn_id="preflight_registry", signing_conn_id="no_such_key")
+    """,
+        "modelkit_preflight",
+    )
+    dr = dag.test()
+    [ti] = dr.get_task_instances()
+    assert ti.state == "failed"
+    out = "".join(capfd.readouterr())
+    assert expected in out and "Nothing was pushed" in out
+    tags = httpx.get(f"http://{registry.host}/v2/{repository}/tags/list", timeout=10)
+    assert tags.status_code == 404 or not tags.json().get("tags"), tags.text  # no tag, signed or not

@@ -140,6 +140,7 @@ class _ModelKitBase(BaseOperator):
         self.provenance = provenance
         self.training_task_ids = training_task_ids
         self._pushed_reference: str | None = None  # for the extra link: set once the reference is in XCom
+        self._key: Any = None  # the signing key, loaded by _preflight before anything is pushed
 
     # -- shared steps -------------------------------------------------------------------------------
     def _check(self) -> Reference:
@@ -153,6 +154,36 @@ class _ModelKitBase(BaseOperator):
             return parse(self.reference, default_tag=DEFAULT_TAG)
         except ReferenceError as exc:
             raise AirflowException(f"reference: {exc}") from None
+
+    def _preflight(self) -> None:
+        """Check what the push needs that can be checked before anything is pushed: the registry
+        connection and, when signing, the signing key. Found only after the push, a bad signing
+        connection failed the run with an unsigned ModelKit already pushed and tagged."""
+        from airflow.sdk.exceptions import AirflowNotFoundException
+
+        if self.registry_conn_id:
+            from airflow_provider_training.hooks.registry import ModelKitRegistryHook
+
+            try:
+                _ = ModelKitRegistryHook(self.registry_conn_id).connection  # raises when the id is unknown
+            except AirflowNotFoundException:
+                raise AirflowException(
+                    f"registry_conn_id {self.registry_conn_id!r}: no Airflow connection has this id; create a "
+                    "modelkit_registry connection with it (Admin > Connections, or AIRFLOW_CONN_<ID>) or fix the id. "
+                    "Nothing was pushed."
+                ) from None
+        if not (self.sign or self.signing_conn_id or self.signing_key):
+            return
+        try:
+            self._key = self._signing_key()
+        except AirflowNotFoundException:
+            raise AirflowException(
+                f"signing_conn_id {self.signing_conn_id!r}: no Airflow connection has this id; create a "
+                "modelkit_signing connection with it (docs/kitops.md) or leave signing_conn_id empty for an "
+                "unsigned ModelKit. Nothing was pushed."
+            ) from None
+        except keys.KeyProblem as exc:
+            raise AirflowException(f"signing key: {exc}. Nothing was pushed.") from None
 
     def _kit(self) -> KitEngine:
         binary = self.kit_binary
@@ -289,7 +320,7 @@ class _ModelKitBase(BaseOperator):
         digest = result["digest"]
         repository = f"{ref.registry}/{ref.repository}"
         try:
-            key = self._signing_key()
+            key = self._key if self._key is not None else self._signing_key()
             statement = None
             if self.provenance:
                 facts = build_facts(self, context, str(self.source or ""), self.training_task_ids)
@@ -300,7 +331,11 @@ class _ModelKitBase(BaseOperator):
             if att is not None:
                 result["provenance"] = f"{repository}:{att.tag}"
         except (keys.KeyProblem, RegistryError) as exc:
-            raise AirflowException(f"signing {repository}@{digest} failed: {exc}") from None
+            # The ModelKit is in the registry by now: say which tag is left unsigned.
+            raise AirflowException(
+                f"signing {repository}@{digest} failed: {exc}. The ModelKit was pushed as {ref} but is not "
+                "signed: delete that tag, or sign it again (kit sign / a re-run of this task)."
+            ) from None
         ti = context["ti"]
         ti.xcom_push(key="signature", value=result["signature"])
         if result.get("provenance"):
@@ -455,6 +490,7 @@ class ModelKitPushOperator(_ModelKitBase):
 
     def execute(self, context: Any) -> dict[str, Any]:
         ref = self._check()
+        self._preflight()
         if self.mode == "job":
             raise AirflowException(
                 "ModelKitPushOperator pushes from this worker's store; mode='job' needs "
@@ -476,6 +512,7 @@ class ModelKitPackAndPushOperator(_ModelKitBase):
 
     def execute(self, context: Any) -> dict[str, Any]:
         ref = self._check()
+        self._preflight()
         if self._runs_as_job():
             return self._return(ref, self._pack_and_push_in_job(ref, context))
         if self.stream:
