@@ -12,6 +12,7 @@ and ``httptools`` used to arrive only through Airflow).
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -38,7 +39,12 @@ def _run(*argv: str | Path, timeout: float = 600, **kw: object) -> subprocess.Co
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
+    had_egg_info = set((ROOT / "src").glob("*.egg-info"))
     built = _run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", out, ROOT)
+    # setuptools writes src/*.egg-info while building; left there, it is a second distribution of
+    # the provider on sys.path and every later Airflow process loads the UI plugin twice.
+    for leftover in set((ROOT / "src").glob("*.egg-info")) - had_egg_info:
+        shutil.rmtree(leftover)
     assert built.returncode == 0, built.stderr[-3000:]
     assert "Deprecat" not in built.stdout + built.stderr, (built.stdout + built.stderr)[-3000:]
     [path] = out.glob("airflow_provider_training-*.whl")

@@ -52,6 +52,11 @@ if [ ! -f "$stamp" ]; then
     step "upgrading pip" .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
     step "installing the provider, Airflow, the test tools and $TORCH (first run: a few minutes)" \
         .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test]" "$TORCH"
+    # setuptools' editable install leaves src/airflow_provider_training.egg-info behind; src is on
+    # sys.path, so importlib.metadata then finds the distribution twice and Airflow loads the UI
+    # plugin's entry point twice ("Plugin Import Error: 1" on the home page, a warning in every
+    # process). The dist-info in .venv has everything the editable install needs.
+    rm -rf src/*.egg-info
     step "checking the installation" .venv/bin/python -c "import airflow_provider_training, airflow, torch"
     rm -f .venv/.installed-*
     touch "$stamp"
