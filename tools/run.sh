@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
-bash tools/setup.sh
+bash tools/setup.sh --main  # what the main job needs; tools/test.sh adds the test-only parts
 export PATH="$ROOT/.venv/bin:$PATH"
 
 STATE="$ROOT/.run"

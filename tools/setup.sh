@@ -6,15 +6,19 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# --main: only what tools/run.sh (the main job) needs; the default adds what only the tests use
+# (chromium for the UI tests, PostgreSQL for the deployment tier, the client-37 environment).
+MODE=all
+[ "${1:-}" = "--main" ] && MODE=main
 APT_PACKAGES=(
     docker-registry
     openmpi-bin
-    chromium
 )
+[ "$MODE" = main ] || APT_PACKAGES+=(chromium)
 # the seed's troubleshooting commands, run through kubectl exec: nc -zv <master-pod-ip> <port>, ping
 APT_PACKAGES+=(netcat-openbsd iputils-ping)
 # the deployment tier's metadata DB (Airflow's SQLite allows one writer; five processes write at once)
-APT_PACKAGES+=(postgresql)
+[ "$MODE" = main ] || APT_PACKAGES+=(postgresql)
 # CPU wheel only: an unpinned torch pulls a multi-GB CUDA build.
 TORCH="torch==2.13.0"
 
@@ -67,6 +71,9 @@ fi
 # conformance tests check that everything the embedded API server returns deserialises in it
 # (Airflow's constraints pin the main venv's client lower). tests/fixtures/client37.py makes it too.
 CLIENT37_SPEC="kubernetes>=37,<38"
+if [ "$MODE" = main ]; then
+    exit 0
+fi
 if ! .venv-client37/bin/python -c "import kubernetes, sys; sys.exit(int(kubernetes.__version__.split('.')[0]) != 37)" 2>/dev/null; then
     step "creating .venv-client37 ($CLIENT37_SPEC)" "$PYTHON" -m venv .venv-client37
     step "installing $CLIENT37_SPEC into .venv-client37" \
