@@ -40,7 +40,8 @@ from airflow_provider_training.client.inferenceservice import (
     storage_uri,
 )
 from airflow_provider_training.client.sync import TrainingJobClient
-from airflow_provider_training.triggers.deploy import KILL_ACTIONS, InferenceServiceTrigger, embedded_home
+from airflow_provider_training.hooks.training import DEFAULT, TrainingHook
+from airflow_provider_training.triggers.deploy import KILL_ACTIONS, InferenceServiceTrigger
 
 ISVC_LABEL = "serving.kserve.io/inferenceservice"
 LOG_CONTAINERS = ("storage-initializer", "kserve-container")
@@ -48,23 +49,16 @@ LOG_CONTAINERS = ("storage-initializer", "kserve-container")
 
 def api_client(kubernetes_conn_id: str | None) -> Any:
     """A ``kubernetes`` ApiClient for the connection, or for the embedded control plane (started on
-    demand) when there is none."""
-    if kubernetes_conn_id:
-        from airflow.providers.cncf.kubernetes.hooks.kubernetes import KubernetesHook
-
-        return KubernetesHook(conn_id=kubernetes_conn_id).api_client
-    from kubernetes import config
-
-    from airflow_provider_training import embedded
-
-    plane = embedded.ensure_running(embedded_home())
-    return config.new_client_from_config(config_file=str(plane.kubeconfig))
+    demand) when there is none: :class:`TrainingHook`'s (kept for DAGs written against it)."""
+    return TrainingHook(kubernetes_conn_id=kubernetes_conn_id).api_client
 
 
 def deployed_storage_uri(name: str, namespace: str = "default", kubernetes_conn_id: str | None = None) -> str | None:
     """The ``kit://`` URI InferenceService ``namespace/name`` serves now (its spec's storageUri), or
-    None when it does not exist — what a retraining DAG compares a new model against."""
-    client = TrainingJobClient(api_client(kubernetes_conn_id))
+    None when it does not exist — what a retraining DAG compares a new model against.
+    ``kubernetes_conn_id``: as :class:`TrainingHook` takes it (``None``: the embedded control plane,
+    :data:`DEFAULT`: ``[training] kubernetes_conn_id``)."""
+    client = TrainingHook(kubernetes_conn_id=kubernetes_conn_id).get_client()
     return served_storage_uri(client.find(KIND, name, namespace))
 
 
@@ -80,7 +74,9 @@ class InferenceServiceOperator(BaseOperator):
     :param registry_conn_id: ``modelkit_registry`` connection whose credentials the predictor pulls with.
     :param storage_secret_name: Secret those credentials are written to (a cluster's
         ClusterStorageContainer refers to it by this name).
-    :param kubernetes_conn_id: ``kubernetes`` connection; empty = the embedded control plane.
+    :param kubernetes_conn_id: ``kubernetes`` connection. Default (:data:`DEFAULT`, or ``None`` as
+        before): the provider option ``[training] kubernetes_conn_id``, read when the task runs;
+        empty (there or here) means the embedded control plane of this machine, started on demand.
     :param wait_for_ready: wait until the new model serves (else return once applied).
     :param deferrable: wait in the triggerer instead of a worker slot.
     :param timeout: seconds to wait for readiness.
@@ -126,7 +122,7 @@ class InferenceServiceOperator(BaseOperator):
         inference_service: dict[str, Any] | str | None = None,
         registry_conn_id: str | None = None,
         storage_secret_name: str = "kitops-credentials",
-        kubernetes_conn_id: str | None = None,
+        kubernetes_conn_id: str | None = DEFAULT,
         wait_for_ready: bool = True,
         deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         timeout: float = 900.0,
@@ -152,11 +148,9 @@ class InferenceServiceOperator(BaseOperator):
         self.inference_service = inference_service
         self.registry_conn_id = registry_conn_id
         self.storage_secret_name = storage_secret_name
-        self.kubernetes_conn_id = (
-            kubernetes_conn_id
-            if kubernetes_conn_id is not None
-            else conf.get("training", "kubernetes_conn_id", fallback="") or None
-        )
+        # None meant "the configured connection" here (unlike TrainingHook, where it is the embedded
+        # plane): it stays so, resolved at run time like DEFAULT, not when the DAG file is parsed.
+        self.kubernetes_conn_id = DEFAULT if kubernetes_conn_id is None else kubernetes_conn_id
         self.wait_for_ready = wait_for_ready
         self.deferrable = deferrable
         self.timeout = timeout
@@ -172,6 +166,13 @@ class InferenceServiceOperator(BaseOperator):
         self.require_provenance = require_provenance
         self.verify_layers = verify_layers
         self._applied: tuple[str, dict[str, Any] | None] | None = None  # (uid, previous spec) for on_kill
+
+    # -- plumbing ---------------------------------------------------------------------------------
+    def hook(self) -> TrainingHook:
+        return TrainingHook(kubernetes_conn_id=self.kubernetes_conn_id)
+
+    def client(self, hook: TrainingHook | None = None) -> TrainingJobClient:
+        return (hook or self.hook()).get_client(poll_interval=self.poll_interval)
 
     # -- building ----------------------------------------------------------------------------------
     def _base(self) -> dict[str, Any] | None:
@@ -270,7 +271,8 @@ class InferenceServiceOperator(BaseOperator):
         if self.verify or (self.verify is None and (self.signing_conn_id or self.verify_key)):
             self.verify_signature(context)
         body = self.build()
-        client = TrainingJobClient(api_client(self.kubernetes_conn_id), poll_interval=self.poll_interval)
+        hook = self.hook()
+        client = self.client(hook)
         obj, previous = self.apply(client, body)
         meta = obj["metadata"]
         uid, generation = meta["uid"], int(meta.get("generation") or 1)
@@ -288,7 +290,7 @@ class InferenceServiceOperator(BaseOperator):
                     namespace=self.namespace,
                     uid=uid,
                     generation=generation,
-                    kubernetes_conn_id=self.kubernetes_conn_id,
+                    **hook.trigger_connection(),
                     timeout=self.timeout,
                     poll_interval=self.poll_interval,
                     started=time.time(),
@@ -339,7 +341,7 @@ class InferenceServiceOperator(BaseOperator):
             return self._result(state, uid, context)
         if status == "deleted":
             raise AirflowException(str(event.get("message") or "the InferenceService was deleted"))
-        client = TrainingJobClient(api_client(self.kubernetes_conn_id), poll_interval=self.poll_interval)
+        client = self.client()
         what = f"did not become ready within {self.timeout:g}s" if status == "timeout" else "failed"
         self._fail(client, uid, previous, what, state)
         raise AssertionError("unreachable")
@@ -428,5 +430,5 @@ class InferenceServiceOperator(BaseOperator):
         if self._applied is None or self.on_kill_action == "keep":
             return
         uid, previous = self._applied
-        client = TrainingJobClient(api_client(self.kubernetes_conn_id))
+        client = self.client()
         self.log.info("%s", self._undo(client, uid, previous, self.on_kill_action))

@@ -22,7 +22,7 @@ from typing import Any
 from airflow.sdk import Asset, AssetAlias, BaseOperator
 from airflow.sdk.exceptions import AirflowException
 
-from airflow_provider_training.client.sync import TrainingJobClient
+from airflow_provider_training.hooks.training import DEFAULT, TrainingHook, resolve_conn_id
 from airflow_provider_training.kitops import keys, packpush, signing, transfer
 from airflow_provider_training.kitops import pack as packmod
 from airflow_provider_training.kitops.api import make_client
@@ -85,7 +85,7 @@ class _ModelKitBase(BaseOperator):
         engine: str = "native",
         kit_binary: str | None = None,
         namespace: str = "default",
-        kubernetes_conn_id: str | None = None,
+        kubernetes_conn_id: str | None = DEFAULT,
         mode: str = "auto",
         image: str | None = None,
         registry_secret_name: str = "kitops-credentials",
@@ -115,11 +115,8 @@ class _ModelKitBase(BaseOperator):
         self.engine = engine
         self.kit_binary = kit_binary
         self.namespace = namespace
-        if kubernetes_conn_id is None:
-            from airflow.sdk import conf
-
-            kubernetes_conn_id = conf.get("training", "kubernetes_conn_id", fallback="") or None
-        self.kubernetes_conn_id = kubernetes_conn_id
+        # None meant "[training] kubernetes_conn_id" here: it stays so, read at run time like DEFAULT.
+        self.kubernetes_conn_id = DEFAULT if kubernetes_conn_id is None else kubernetes_conn_id
         if on_finish_action not in FINISH_ACTIONS:
             raise ValueError(f"on_finish_action must be one of {', '.join(FINISH_ACTIONS)} (got {on_finish_action!r})")
         self.mode = mode
@@ -140,6 +137,14 @@ class _ModelKitBase(BaseOperator):
         self.provenance = provenance
         self.training_task_ids = training_task_ids
         self._pushed_reference: str | None = None  # for the extra link: set once the reference is in XCom
+
+    # -- plumbing ---------------------------------------------------------------------------------
+    def _conn_id(self) -> str | None:
+        """The ``kubernetes`` connection this run uses (None: none, i.e. the embedded control plane)."""
+        return resolve_conn_id(self.kubernetes_conn_id)
+
+    def hook(self) -> TrainingHook:
+        return TrainingHook(kubernetes_conn_id=self._conn_id())
 
     # -- shared steps -------------------------------------------------------------------------------
     def _check(self) -> Reference:
@@ -181,7 +186,7 @@ class _ModelKitBase(BaseOperator):
         if not self.source:
             raise AirflowException("source is required to pack (a directory or pvc://<claim>/<path>)")
         try:
-            directory = resolve_source(self.source, self.namespace, cluster=bool(self.kubernetes_conn_id))
+            directory = resolve_source(self.source, self.namespace, cluster=self._conn_id() is not None)
         except (ClusterModeUnavailableError, ValueError) as exc:
             raise AirflowException(str(exc)) from None
         self.log.info("Packing %s as %s (compression %s, engine %s)", directory, ref, self.compression, self.engine)
@@ -320,11 +325,9 @@ class _ModelKitBase(BaseOperator):
                     f"pvc://<claim>/<path> (got {self.source!r})"
                 )
             return True
-        return self.mode == "auto" and pvc and bool(self.kubernetes_conn_id)
+        return self.mode == "auto" and pvc and self._conn_id() is not None
 
     def _pack_and_push_in_job(self, ref: Reference, context: Any) -> dict[str, Any]:
-        from airflow_provider_training.operators.deploy import api_client
-
         try:
             split = split_pvc(str(self.source))
         except ValueError as exc:
@@ -366,7 +369,7 @@ class _ModelKitBase(BaseOperator):
             },
             **net,
         )
-        client = TrainingJobClient(api_client(self.kubernetes_conn_id), poll_interval=self.poll_interval)
+        client = self.hook().get_client(poll_interval=self.poll_interval)
         self._runner = PackagingJobRunner(
             client,
             job,
@@ -489,7 +492,7 @@ class ModelKitPackAndPushOperator(_ModelKitBase):
         if not self.source:
             raise AirflowException("source is required to pack (a directory or pvc://<claim>/<path>)")
         try:
-            directory = resolve_source(self.source, self.namespace, cluster=bool(self.kubernetes_conn_id))
+            directory = resolve_source(self.source, self.namespace, cluster=self._conn_id() is not None)
         except (ClusterModeUnavailableError, ValueError) as exc:
             raise AirflowException(str(exc)) from None
         self.log.info("Packing %s straight into %s (no local copy)", directory, ref)

@@ -138,9 +138,9 @@ def xcoms(session: Session, key: TaskKey, keys: tuple[str, ...]) -> dict[str, An
 
 
 def _default_conn_id() -> str | None:
-    from airflow.configuration import conf
+    from airflow_provider_training.hooks.training import DEFAULT, resolve_conn_id  # the hooks' reading of it
 
-    return conf.get("training", "kubernetes_conn_id", fallback="") or None
+    return resolve_conn_id(DEFAULT)
 
 
 def job_ref(session: Session, key: TaskKey) -> JobRef | None:
