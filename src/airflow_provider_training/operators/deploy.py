@@ -24,12 +24,13 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, NoReturn
 
 import yaml
 from airflow.sdk import BaseOperator, conf
 from airflow.sdk.exceptions import AirflowException
 
+from airflow_provider_training import xcom
 from airflow_provider_training.client.errors import ApiError, JobDeleted, WaitTimeout, translate
 from airflow_provider_training.client.inferenceservice import (
     KIND,
@@ -41,10 +42,12 @@ from airflow_provider_training.client.inferenceservice import (
 )
 from airflow_provider_training.client.sync import TrainingJobClient
 from airflow_provider_training.hooks.training import DEFAULT, TrainingHook
-from airflow_provider_training.triggers.deploy import KILL_ACTIONS, InferenceServiceTrigger
+from airflow_provider_training.specs.actions import RolloutAction
+from airflow_provider_training.triggers.deploy import InferenceServiceTrigger
 
 ISVC_LABEL = "serving.kserve.io/inferenceservice"
 LOG_CONTAINERS = ("storage-initializer", "kserve-container")
+ROLLOUT_ACTIONS = tuple(RolloutAction)  # str-valued: the strings users write are members
 
 
 def api_client(kubernetes_conn_id: str | None) -> Any:
@@ -60,6 +63,10 @@ def deployed_storage_uri(name: str, namespace: str = "default", kubernetes_conn_
     :data:`DEFAULT`: ``[training] kubernetes_conn_id``)."""
     client = TrainingHook(kubernetes_conn_id=kubernetes_conn_id).get_client()
     return served_storage_uri(client.find(KIND, name, namespace))
+
+
+def _generation(obj: dict[str, Any]) -> int:
+    return int(obj["metadata"].get("generation") or 1)
 
 
 class InferenceServiceOperator(BaseOperator):
@@ -139,8 +146,8 @@ class InferenceServiceOperator(BaseOperator):
     ) -> None:
         super().__init__(**kwargs)
         for field, value in (("on_failure_action", on_failure_action), ("on_kill_action", on_kill_action)):
-            if value not in KILL_ACTIONS:
-                raise ValueError(f"{field}={value!r}: use one of {', '.join(KILL_ACTIONS)}")
+            if value not in ROLLOUT_ACTIONS:
+                raise ValueError(f"{field}={value!r}: use one of {', '.join(ROLLOUT_ACTIONS)}")
         self.name = name
         self.storage_uri = storage_uri
         self.namespace = namespace
@@ -166,6 +173,8 @@ class InferenceServiceOperator(BaseOperator):
         self.require_provenance = require_provenance
         self.verify_layers = verify_layers
         self._applied: tuple[str, dict[str, Any] | None] | None = None  # (uid, previous spec) for on_kill
+        self._lineage: dict[str, Any] | None = None  # what the OpenLineage facets report, once served
+        self._progress: tuple[str, str] | None = None  # the (reason, message) last logged by the sync path
 
     # -- plumbing ---------------------------------------------------------------------------------
     def hook(self) -> TrainingHook:
@@ -265,51 +274,44 @@ class InferenceServiceOperator(BaseOperator):
             ", provenance signed by the same key" if result.provenance else "",
         )
         self.storage_uri = pinned
-        context["ti"].xcom_push(key="verified_digest", value=result.digest)
+        context["ti"].xcom_push(key=xcom.VERIFIED_DIGEST, value=result.digest)
+
+    def _verifies(self) -> bool:
+        """``verify``: on, off, or (None) on exactly when a key is named (after templating)."""
+        return bool(self.verify or (self.verify is None and (self.signing_conn_id or self.verify_key)))
+
+    def remember(self, context: Any, obj: dict[str, Any], previous: dict[str, Any] | None) -> None:
+        """XCom and the undo record, before any waiting: a crash or kill still leaves the trail."""
+        uid = obj["metadata"]["uid"]
+        self._applied = (uid, previous)
+        ti = context["ti"]
+        ti.xcom_push(key=xcom.INFERENCE_SERVICE_NAME, value=self.name)
+        ti.xcom_push(key=xcom.INFERENCE_SERVICE_NAMESPACE, value=self.namespace)
+        ti.xcom_push(key=xcom.INFERENCE_SERVICE_UID, value=uid)
+
+    # -- execute: verify and apply, then wait here (execute_sync) or in the triggerer (execute_async,
+    # resumed in trigger_reentry), as the training operator does ------------------------------------
 
     def execute(self, context: Any) -> dict[str, Any]:
-        if self.verify or (self.verify is None and (self.signing_conn_id or self.verify_key)):
+        if self._verifies():
             self.verify_signature(context)
         body = self.build()
         hook = self.hook()
         client = self.client(hook)
         obj, previous = self.apply(client, body)
-        meta = obj["metadata"]
-        uid, generation = meta["uid"], int(meta.get("generation") or 1)
-        self._applied = (uid, previous)
-        ti = context["ti"]
-        ti.xcom_push(key="inference_service_name", value=self.name)
-        ti.xcom_push(key="inference_service_namespace", value=self.namespace)
-        ti.xcom_push(key="inference_service_uid", value=uid)
+        self.remember(context, obj, previous)
         if not self.wait_for_ready:
-            return self._result(rollout_state(obj, generation), uid, context)
+            return self._result(rollout_state(obj, _generation(obj)), obj["metadata"]["uid"], context)
         if self.deferrable:
-            self.defer(
-                trigger=InferenceServiceTrigger(
-                    name=self.name,
-                    namespace=self.namespace,
-                    uid=uid,
-                    generation=generation,
-                    **hook.trigger_connection(),
-                    timeout=self.timeout,
-                    poll_interval=self.poll_interval,
-                    started=time.time(),
-                    on_kill_action=self.on_kill_action,
-                    previous=previous,
-                ),
-                method_name="execute_complete",
-                kwargs={"previous": previous},
-                timeout=timedelta(seconds=self.timeout + 60),
-            )
-        last: dict[str, str] = {}
+            self.execute_async(hook, obj, previous)
+        return self.execute_sync(context, client, obj, previous)
 
-        def progress(o: dict[str, Any]) -> None:
-            state = rollout_state(o, generation)
-            if (state.reason, state.message) != (last.get("reason"), last.get("message")):
-                last.update(reason=state.reason, message=state.message)
-                if not state.finished:
-                    self.log.info("Waiting for %s/%s: %s %s", self.namespace, self.name, state.reason, state.message)
-
+    def execute_sync(
+        self, context: Any, client: TrainingJobClient, obj: dict[str, Any], previous: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        """Wait in this worker until the new model serves (or the rollout fails), then finish."""
+        uid, generation = obj["metadata"]["uid"], _generation(obj)
+        self._progress = None
         try:
             obj = client.wait(
                 KIND,
@@ -318,33 +320,76 @@ class InferenceServiceOperator(BaseOperator):
                 uid=uid,
                 timeout=self.timeout,
                 until=lambda o: rollout_state(o, generation).finished,
-                on_change=progress,
+                on_change=lambda o: self._changed(o, generation),
             )
         except WaitTimeout as exc:
             state = rollout_state(exc.last or {}, generation)
             self._fail(client, uid, previous, f"did not become ready within {self.timeout:g}s", state)
         except JobDeleted as exc:
             raise AirflowException(str(exc)) from None
-        state = rollout_state(obj, generation)
-        if not state.ready:
-            self._fail(client, uid, previous, "failed", state)
-        return self._result(state, uid, context)
+        return self.finish(context, client, uid, previous, rollout_state(obj, generation))
 
-    def execute_complete(
+    def execute_async(self, hook: TrainingHook, obj: dict[str, Any], previous: dict[str, Any] | None) -> NoReturn:
+        """Free the worker slot: :class:`InferenceServiceTrigger` waits in the triggerer (reaching the
+        cluster with the connection as resolved here); the task resumes in :meth:`trigger_reentry`."""
+        self.defer(
+            trigger=InferenceServiceTrigger(
+                name=self.name,
+                namespace=self.namespace,
+                uid=obj["metadata"]["uid"],
+                generation=_generation(obj),
+                **hook.trigger_connection(),
+                timeout=self.timeout,
+                poll_interval=self.poll_interval,
+                started=time.time(),
+                on_kill_action=self.on_kill_action,
+                previous=previous,
+            ),
+            method_name="trigger_reentry",
+            kwargs={"previous": previous},
+            timeout=timedelta(seconds=self.timeout + 60),
+        )
+
+    def trigger_reentry(
         self, context: Any, event: dict[str, Any], previous: dict[str, Any] | None = None
     ) -> dict[str, Any]:
+        """Resume after deferral: finish like the sync path with the trigger's verdict."""
         status = event.get("status")
         uid = str(event.get("uid"))
         state = RolloutState(True, status == "ready", event.get("reason", ""), event.get("message", ""),
                              event.get("url", ""), event.get("revision", ""))  # fmt: skip
-        if status == "ready":
-            return self._result(state, uid, context)
         if status == "deleted":
             raise AirflowException(str(event.get("message") or "the InferenceService was deleted"))
-        client = self.client()
-        what = f"did not become ready within {self.timeout:g}s" if status == "timeout" else "failed"
-        self._fail(client, uid, previous, what, state)
-        raise AssertionError("unreachable")
+        if status == "timeout":
+            self._fail(self.client(), uid, previous, f"did not become ready within {self.timeout:g}s", state)
+        return self.finish(context, None, uid, previous, state)
+
+    def execute_complete(
+        self, context: Any, event: dict[str, Any], previous: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Resume a deferral recorded before :meth:`trigger_reentry` was the resume method."""
+        return self.trigger_reentry(context, event, previous)
+
+    def finish(
+        self,
+        context: Any,
+        client: TrainingJobClient | None,
+        uid: str,
+        previous: dict[str, Any] | None,
+        state: RolloutState,
+    ) -> dict[str, Any]:
+        """The result of a ready rollout; a failed one fails the task after ``on_failure_action``."""
+        if not state.ready:
+            self._fail(client or self.client(), uid, previous, "failed", state)
+        return self._result(state, uid, context)
+
+    def _changed(self, obj: dict[str, Any], generation: int) -> None:
+        """Each new version of the InferenceService while the sync path waits: log what changed."""
+        state = rollout_state(obj, generation)
+        if (state.reason, state.message) != self._progress:
+            self._progress = (state.reason, state.message)
+            if not state.finished:
+                self.log.info("Waiting for %s/%s: %s %s", self.namespace, self.name, state.reason, state.message)
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
         """OpenLineage: the ModelKit in, the InferenceService revision out."""
@@ -361,7 +406,7 @@ class InferenceServiceOperator(BaseOperator):
             "url": state.url,
         }
         if state.url:
-            context["ti"].xcom_push(key="url", value=state.url)
+            context["ti"].xcom_push(key=xcom.URL, value=state.url)
             self.log.info(
                 "InferenceService %s/%s serves %s at %s", self.namespace, self.name, self.storage_uri, state.url
             )
@@ -403,21 +448,22 @@ class InferenceServiceOperator(BaseOperator):
 
     def _fail(
         self, client: TrainingJobClient, uid: str, previous: dict[str, Any] | None, what: str, state: RolloutState
-    ) -> None:
+    ) -> NoReturn:
         obj = client.find(KIND, self.name, self.namespace) or {}
         revision = ((obj.get("status") or {}).get("components") or {}).get("predictor", {}).get("latestCreatedRevision")
         tail = self.log_tail(client, revision)
         reason = f"{state.reason}: {state.message}" if state.message else state.reason or "unknown reason"
         self.log.error("Predictor log tail:\n%s", tail)
-        self.log.info("%s", self._undo(client, uid, previous, self.on_failure_action))
+        self.log.info("%s", self.cleanup(client, uid, previous, self.on_failure_action))
         raise AirflowException(
             f"InferenceService {self.namespace}/{self.name} {what}: {reason}\nPredictor log tail:\n{tail}"
         )
 
-    def _undo(self, client: TrainingJobClient, uid: str, previous: dict[str, Any] | None, action: str) -> str:
-        if action == "keep":
+    def cleanup(self, client: TrainingJobClient, uid: str, previous: dict[str, Any] | None, action: str) -> str:
+        """Apply ``action`` (a :class:`RolloutAction`) to what this task applied; returns what was done."""
+        if action == RolloutAction.KEEP:
             return f"on_failure/kill action 'keep': left InferenceService {self.namespace}/{self.name} as it is"
-        if action == "delete" or previous is None:
+        if action == RolloutAction.DELETE or previous is None:
             client.delete(KIND, self.name, self.namespace, uid=uid, propagation="Background")
             return f"deleted InferenceService {self.namespace}/{self.name}"
         current = client.get(KIND, self.name, self.namespace)
@@ -427,8 +473,8 @@ class InferenceServiceOperator(BaseOperator):
         return f"rolled InferenceService {self.namespace}/{self.name} back to its previous spec"
 
     def on_kill(self) -> None:
-        if self._applied is None or self.on_kill_action == "keep":
+        if self._applied is None or self.on_kill_action == RolloutAction.KEEP:
             return
         uid, previous = self._applied
         client = self.client()
-        self.log.info("%s", self._undo(client, uid, previous, self.on_kill_action))
+        self.log.info("%s", self.cleanup(client, uid, previous, self.on_kill_action))

@@ -22,6 +22,7 @@ from typing import Any
 from airflow.sdk import Asset, AssetAlias, BaseOperator
 from airflow.sdk.exceptions import AirflowException
 
+from airflow_provider_training import xcom
 from airflow_provider_training.hooks.training import DEFAULT, TrainingHook, resolve_conn_id
 from airflow_provider_training.kitops import keys, packpush, signing, transfer
 from airflow_provider_training.kitops import pack as packmod
@@ -137,6 +138,8 @@ class _ModelKitBase(BaseOperator):
         self.provenance = provenance
         self.training_task_ids = training_task_ids
         self._pushed_reference: str | None = None  # for the extra link: set once the reference is in XCom
+        self._runner: PackagingJobRunner | None = None  # the packaging Job of this try (for on_kill)
+        self._lineage: tuple[Reference, dict[str, Any]] | None = None  # for the OpenLineage facets
 
     # -- plumbing ---------------------------------------------------------------------------------
     def _conn_id(self) -> str | None:
@@ -307,9 +310,9 @@ class _ModelKitBase(BaseOperator):
         except (keys.KeyProblem, RegistryError) as exc:
             raise AirflowException(f"signing {repository}@{digest} failed: {exc}") from None
         ti = context["ti"]
-        ti.xcom_push(key="signature", value=result["signature"])
+        ti.xcom_push(key=xcom.SIGNATURE, value=result["signature"])
         if result.get("provenance"):
-            ti.xcom_push(key="provenance", value=result["provenance"])
+            ti.xcom_push(key=xcom.PROVENANCE, value=result["provenance"])
         self.log.info(
             "Signed %s@%s (%s)", repository, digest, ", ".join(k for k in ("signature", "provenance") if result.get(k))
         )
@@ -410,9 +413,8 @@ class _ModelKitBase(BaseOperator):
         return self.kitfile
 
     def on_kill(self) -> None:
-        runner = getattr(self, "_runner", None)
-        if runner is not None:
-            runner.delete()
+        if self._runner is not None:
+            self._runner.cleanup()
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
         """OpenLineage: the packed directory (or claim) in, the ModelKit (versioned by digest) out."""
@@ -423,9 +425,9 @@ class _ModelKitBase(BaseOperator):
     def _xcom(self, context: Any, ref: Reference, result: dict[str, Any]) -> None:
         self._lineage = (ref, result)  # signing adds its references to the same dict
         ti = context["ti"]
-        ti.xcom_push(key="reference", value=str(ref))
-        ti.xcom_push(key="digest", value=result["digest"])
-        ti.xcom_push(key="size", value=result["size"])
+        ti.xcom_push(key=xcom.REFERENCE, value=str(ref))
+        ti.xcom_push(key=xcom.DIGEST, value=result["digest"])
+        ti.xcom_push(key=xcom.SIZE, value=result["size"])
         self._pushed_reference = str(ref)
 
     @staticmethod

@@ -15,11 +15,12 @@ from typing import Any
 
 from airflow.sdk.exceptions import TaskNotFound
 
+from airflow_provider_training import xcom
 from airflow_provider_training.client.state import job_images
 from airflow_provider_training.kitops.provenance import AssetInput, BuildFacts, TrainingJobFacts
 
 log = logging.getLogger(__name__)
-JOB_KEYS = ("job_kind", "job_name", "job_namespace", "job_uid")
+JOB_KEYS = xcom.JOB_REF
 
 
 def upstream_task_ids(task: Any) -> list[str]:
@@ -32,13 +33,13 @@ def training_jobs(task: Any, context: Any, task_ids: Iterable[str] | None = None
     jobs = []
     for tid in task_ids if task_ids is not None else upstream_task_ids(task):
         values = {key: ti.xcom_pull(task_ids=tid, key=key) for key in JOB_KEYS}
-        if not values["job_kind"] or not values["job_name"]:
+        if not values[xcom.JOB_KIND] or not values[xcom.JOB_NAME]:
             continue
         job = TrainingJobFacts(
-            kind=str(values["job_kind"]),
-            name=str(values["job_name"]),
-            namespace=str(values["job_namespace"] or ""),
-            uid=str(values["job_uid"] or ""),
+            kind=str(values[xcom.JOB_KIND]),
+            name=str(values[xcom.JOB_NAME]),
+            namespace=str(values[xcom.JOB_NAMESPACE] or ""),
+            uid=str(values[xcom.JOB_UID] or ""),
             task_id=tid,
         )
         job.images = _job_images(task, context, tid, job)

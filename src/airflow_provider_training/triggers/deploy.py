@@ -22,9 +22,11 @@ if TYPE_CHECKING:
     from airflow_provider_training.hooks.training import AsyncTrainingHook
 
 # The clients are imported in a thread when the trigger runs (see triggers.lazy), never at import.
-CLIENTS = (*lazy.CLIENTS, "airflow_provider_training.client.inferenceservice")
-
-KILL_ACTIONS = ("keep", "rollback", "delete")
+CLIENTS = (
+    *lazy.CLIENTS,
+    "airflow_provider_training.client.inferenceservice",
+    "airflow_provider_training.specs.actions",
+)
 
 
 async def undo(
@@ -32,10 +34,11 @@ async def undo(
 ) -> str:
     """Apply a cleanup action; returns what was done, for the task log."""
     from airflow_provider_training.client.inferenceservice import KIND
+    from airflow_provider_training.specs.actions import RolloutAction
 
-    if action == "keep":
+    if action == RolloutAction.KEEP:
         return f"kept InferenceService {namespace}/{name} as it is"
-    if action == "delete" or previous is None:
+    if action == RolloutAction.DELETE or previous is None:
         deleted = await client.delete(KIND, name, namespace, uid=uid, propagation="Background")
         return f"deleted InferenceService {namespace}/{name}" if deleted else "nothing to delete"
     current = await client.get(KIND, name, namespace)
@@ -149,8 +152,10 @@ class InferenceServiceTrigger(BaseTrigger):
         yield event
 
     async def on_kill(self) -> None:
-        if self.on_kill_action == "keep":
-            return
         await lazy.load(*CLIENTS)
+        from airflow_provider_training.specs.actions import RolloutAction
+
+        if self.on_kill_action == RolloutAction.KEEP:
+            return
         async with self.hook().get_client() as client:
             self.log.info(await undo(client, self.name, self.namespace, self.uid, self.on_kill_action, self.previous))
