@@ -72,3 +72,11 @@ def test_no_attribute_is_first_set_outside_init(module: str) -> None:
             if isinstance(item, ast.FunctionDef) and item.name != "__init__":
                 late += [f"{cls.name}.{item.name}: self.{name}" for name in sorted(_assigned(item) - born)]
     assert late == [], f"attributes first set outside __init__ in operators/{module}: {late}"
+
+
+@pytest.mark.parametrize("module", ["deploy.py", "modelkit.py", "modelkit_job.py", "training.py", "trainjob.py"])
+def test_operators_ask_the_client_not_the_raw_api(module: str) -> None:
+    # client.core / client.custom are the official client's APIs: a call there skips the typed errors
+    # and the operations both clients share (client/operations.py).
+    source = (OPERATORS / module).read_text()
+    assert ".core." not in source and ".custom." not in source, module

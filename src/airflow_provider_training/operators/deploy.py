@@ -31,7 +31,7 @@ from airflow.sdk import BaseOperator, conf
 from airflow.sdk.exceptions import AirflowException
 
 from airflow_provider_training import xcom
-from airflow_provider_training.client.errors import ApiError, JobDeleted, WaitTimeout, translate
+from airflow_provider_training.client.errors import ApiError, JobDeleted, WaitTimeout
 from airflow_provider_training.client.inferenceservice import (
     KIND,
     RolloutState,
@@ -423,28 +423,27 @@ class InferenceServiceOperator(BaseOperator):
     def log_tail(self, client: TrainingJobClient, revision: str | None = None) -> str:
         """The newest predictor pod's container logs (last ``log_tail_lines`` each)."""
         try:
-            with translate():
-                response = client.core.list_namespaced_pod(self.namespace, label_selector=f"{ISVC_LABEL}={self.name}")
+            pods = client.list_pods(self.namespace, f"{ISVC_LABEL}={self.name}")
         except ApiError as exc:  # the failure message matters more than the tail
             return f"(could not list the predictor pods: {exc})"
-        pods = sorted(response.items, key=lambda p: p.metadata.creation_timestamp or 0)
+        pods.sort(key=lambda p: str(p["metadata"].get("creationTimestamp") or ""))  # RFC 3339: sorts as text
         if revision:
-            pods = [p for p in pods if p.metadata.name == revision] or pods
+            pods = [p for p in pods if p["metadata"]["name"] == revision] or pods
         if not pods:
             return "(no predictor pod)"
         pod = pods[-1]
+        name = pod["metadata"]["name"]
+        spec = pod.get("spec") or {}
+        names = [c["name"] for c in (spec.get("initContainers") or []) + (spec.get("containers") or [])]
         parts = []
-        names = [c.name for c in (pod.spec.init_containers or []) + (pod.spec.containers or [])]
         for container in [c for c in LOG_CONTAINERS if c in names] or names:
             try:
-                text = client.read_log(
-                    pod.metadata.name, self.namespace, container=container, tail_lines=self.log_tail_lines
-                )
+                text = client.read_log(name, self.namespace, container=container, tail_lines=self.log_tail_lines)
             except ApiError:  # a container that never started has no log
                 continue
             if text.strip():
-                parts.append(f"--- {pod.metadata.name} [{container}] ---\n{text.rstrip()}")
-        return "\n".join(parts) or f"(pod {pod.metadata.name} has no log output)"
+                parts.append(f"--- {name} [{container}] ---\n{text.rstrip()}")
+        return "\n".join(parts) or f"(pod {name} has no log output)"
 
     def _fail(
         self, client: TrainingJobClient, uid: str, previous: dict[str, Any] | None, what: str, state: RolloutState
