@@ -71,11 +71,10 @@ with DAG(
     @task
     def registry_secret() -> str:
         """Write the registry connection's credentials into the Secret the job's pods read."""
-        from airflow_provider_training.client.sync import TrainingJobClient
-        from airflow_provider_training.operators.deploy import InferenceServiceOperator, api_client
+        from airflow_provider_training.operators.deploy import InferenceServiceOperator
 
         writer = InferenceServiceOperator(task_id="_secret", name="unused", registry_conn_id=REGISTRY_CONN)
-        writer.apply_secret(TrainingJobClient(api_client(writer.kubernetes_conn_id)))
+        writer.apply_secret(writer.client())  # the cluster through the operator's hook
         return writer.storage_secret_name
 
     train_and_package = PyTorchJobOperator(

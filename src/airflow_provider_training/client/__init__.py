@@ -9,7 +9,14 @@ from airflow_provider_training.client.aio import AsyncTrainingJobClient
 from airflow_provider_training.client.errors import JobDeleted, JobNotFound, TrainingJobError, WaitTimeout
 from airflow_provider_training.client.logs import LogFollower
 from airflow_provider_training.client.resources import RESOURCES, Resource, resource_for
-from airflow_provider_training.client.state import JobState, ReplicaFailure, job_state, replica_failure, summary
+from airflow_provider_training.client.state import (
+    JobState,
+    ReplicaFailure,
+    job_images,
+    job_state,
+    replica_failure,
+    summary,
+)
 from airflow_provider_training.client.sync import TrainingJobClient
 from airflow_provider_training.specs.refs import ObjectRef
 
@@ -26,6 +33,7 @@ __all__ = [
     "TrainingJobClient",
     "TrainingJobError",
     "WaitTimeout",
+    "job_images",
     "job_state",
     "replica_failure",
     "resource_for",

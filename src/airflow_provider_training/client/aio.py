@@ -110,6 +110,9 @@ class AsyncTrainingJobClient(Driver):
     ) -> Objects:
         return await self._drive(op.pods(kind, name, namespace, uid, replica_type, index, self._timeout))
 
+    async def list_pods(self, namespace: str, label_selector: str) -> Objects:
+        return await self._drive(op.list_pods(namespace, label_selector, self._timeout))
+
     async def read_log(
         self,
         pod: str,

@@ -147,6 +147,14 @@ def pods(
     return sorted((p for p in items if replica_of_job(p, kind, uid)), key=lambda p: str(p["metadata"]["name"]))
 
 
+def list_pods(namespace: str, label_selector: str, timeout: Timeout) -> Steps[Objects]:
+    """The pods of ``namespace`` that ``label_selector`` selects (any owner), sorted by name."""
+    listed = yield core(
+        "list_namespaced_pod", namespace, label_selector=label_selector, _request_timeout=timeout, read="json"
+    )
+    return sorted(listed.get("items") or [], key=lambda p: str(p["metadata"]["name"]))
+
+
 def read_log(
     pod: str, namespace: str, container: str | None, tail_lines: int | None, previous: bool, timeout: Timeout
 ) -> Steps[str]:

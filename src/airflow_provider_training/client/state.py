@@ -147,3 +147,23 @@ def replica_of_job(pod: dict[str, Any], kind: str, uid: str | None) -> bool:
     """Whether a pod the job's label selector found is one of the job's own (not a namesake's).
     A TrainJob's pods are owned by its JobSet's Jobs, so only the label (the JobSet's name) tells."""
     return owned_by(pod, None if kind == "TrainJob" else uid)
+
+
+def job_images(obj: Any) -> list[str]:
+    """Every ``image`` in a job document or object (replica templates of any kind), first seen first:
+    what the provenance statement and the lineage facets name as the training's images."""
+    found: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            image = value.get("image")
+            if isinstance(image, str) and image not in found:
+                found.append(image)
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+
+    walk(obj)
+    return found

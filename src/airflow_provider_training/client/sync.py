@@ -131,6 +131,10 @@ class TrainingJobClient(Driver):
         """The job's pods (for a training job: by replica type and index), sorted by name."""
         return self._drive(op.pods(kind, name, namespace, uid, replica_type, index, self._timeout))
 
+    def list_pods(self, namespace: str, label_selector: str) -> Objects:
+        """Pods by label selector, whoever owns them (an InferenceService's predictor pods)."""
+        return self._drive(op.list_pods(namespace, label_selector, self._timeout))
+
     def read_log(
         self,
         pod: str,

@@ -1,10 +1,17 @@
-"""``TrainingHook`` / ``AsyncTrainingHook``: the cluster a training job goes to.
+"""``TrainingHook`` / ``AsyncTrainingHook``: the one way the Airflow layer reaches a cluster.
 
 Both take ``kubernetes_conn_id``, a connection of cncf.kubernetes' ``kubernetes`` type (in-cluster,
-kubeconfig path or content, context, namespace). Left out, it comes from the provider option
-``[training] kubernetes_conn_id``; empty there means the embedded control plane of this machine
-(``[training] embedded_home``), started on demand. So a DAG moves from a laptop to a cluster by
-configuration, not by editing it.
+kubeconfig path or content, context, namespace):
+
+- :data:`DEFAULT` (the default): the provider option ``[training] kubernetes_conn_id``, read when the
+  hook is built — at run time, in the worker or the triggerer, never when a DAG file is parsed;
+- a connection id: that connection;
+- ``None`` or ``""``: the embedded control plane of this machine (``[training] embedded_home``),
+  started on demand.
+
+So a DAG moves from a laptop to a cluster by configuration, not by editing it. The operators,
+triggers and the UI build their clients from these hooks only; the UI asks for
+``lookup_only=True``: a read-only page may find the embedded control plane, never start it.
 """
 
 from __future__ import annotations
@@ -24,14 +31,40 @@ EMBEDDED_NAMESPACE = "default"
 
 
 class _Default:
+    """The type of :data:`DEFAULT`: one instance, kept across copies and pickles (Airflow deep-copies
+    operators and their template fields), so ``is DEFAULT`` and ``isinstance`` both hold."""
+
+    _instance: _Default | None = None
+
+    def __new__(cls) -> _Default:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
     def __repr__(self) -> str:
         return "<[training] kubernetes_conn_id>"
 
+    def __reduce__(self) -> str:
+        return "DEFAULT"  # pickle and copy find the module's singleton by name
+
 
 DEFAULT: Any = _Default()
+"""``kubernetes_conn_id=DEFAULT``: the configured connection (``[training] kubernetes_conn_id``),
+resolved when the hook is built."""
+
+ConnId = str | _Default | None
 
 
-def resolve_conn_id(kubernetes_conn_id: str | _Default | None) -> str | None:
+class ClusterUnavailable(RuntimeError):
+    """The cluster cannot be reached; the message says why and what to do."""
+
+
+def embedded_home() -> str | None:
+    """``[training] embedded_home`` (``None``: ``$AIRFLOW_TRAINING_HOME``, else ``~/.airflow-training``)."""
+    return conf.get("training", "embedded_home", fallback="") or None
+
+
+def resolve_conn_id(kubernetes_conn_id: ConnId) -> str | None:
     """The connection to use; ``None`` means the embedded control plane."""
     if isinstance(kubernetes_conn_id, _Default):
         kubernetes_conn_id = conf.get("training", "kubernetes_conn_id", fallback="")
@@ -39,8 +72,22 @@ def resolve_conn_id(kubernetes_conn_id: str | _Default | None) -> str | None:
 
 
 def embedded_control_plane() -> embedded.ControlPlane:
-    home = conf.get("training", "embedded_home", fallback="") or None
-    return embedded.ensure_running(home)
+    """The embedded control plane of ``[training] embedded_home``, started if it does not run."""
+    return embedded.ensure_running(embedded_home())
+
+
+def running_control_plane_kubeconfig() -> str:
+    """The kubeconfig of the embedded control plane if it runs and answers; never starts it.
+    Raises :class:`ClusterUnavailable` (with how to start it) otherwise."""
+    home = embedded_home()
+    state = embedded.status(home)
+    if not state.ready:
+        where = home or "the default home ($AIRFLOW_TRAINING_HOME or ~/.airflow-training)"
+        raise ClusterUnavailable(
+            f"the embedded control plane in {where} is {state.message}; "
+            "start it with `airflow-training embedded start` (or run a training task)"
+        )
+    return str(state.kubeconfig)
 
 
 class TrainingHook(KubernetesHook):
@@ -48,15 +95,23 @@ class TrainingHook(KubernetesHook):
 
     hook_name = "Kubeflow Training (Kubernetes cluster)"
 
-    def __init__(self, kubernetes_conn_id: str | None = DEFAULT, **kwargs: Any) -> None:
+    def __init__(self, kubernetes_conn_id: ConnId = DEFAULT, *, lookup_only: bool = False, **kwargs: Any) -> None:
         conn_id = resolve_conn_id(kubernetes_conn_id)
         super().__init__(conn_id=conn_id, kubernetes_conn_id=conn_id, **kwargs)
         self.embedded = conn_id is None
         self.kubernetes_conn_id = conn_id
+        self.lookup_only = lookup_only
+
+    def _embedded_kubeconfig(self) -> str:
+        if self.config_file is None:
+            self.config_file = (
+                running_control_plane_kubeconfig() if self.lookup_only else str(embedded_control_plane().kubeconfig)
+            )
+        return str(self.config_file)
 
     def get_conn(self) -> Any:
-        if self.embedded and self.config_file is None:
-            self.config_file = str(embedded_control_plane().kubeconfig)
+        if self.embedded:
+            self._embedded_kubeconfig()
         return super().get_conn()
 
     def get_client(self, *, watch_timeout: float = 240.0, poll_interval: float = 10.0) -> TrainingJobClient:
@@ -74,33 +129,44 @@ class TrainingHook(KubernetesHook):
         """What a trigger needs to reach the same cluster without this worker's environment:
         the connection's extras resolved here (for the embedded control plane: its kubeconfig path)."""
         if self.embedded:
-            if self.config_file is None:
-                self.config_file = str(embedded_control_plane().kubeconfig)
-            return {"kubernetes_conn_id": None, "connection_extras": {"kube_config_path": self.config_file}}
+            return {"kubernetes_conn_id": None, "connection_extras": {"kube_config_path": self._embedded_kubeconfig()}}
         return {"kubernetes_conn_id": self.kubernetes_conn_id, "connection_extras": dict(self.conn_extras)}
 
 
 class AsyncTrainingHook(AsyncKubernetesHook):
-    """Async twin for triggers: ``async with hook.get_client() as client``."""
+    """Async twin for triggers and the UI: ``async with hook.get_client() as client``.
+
+    ``connection_extras`` (from :meth:`TrainingHook.trigger_connection`) stand in for the
+    connection's; ``lookup_only``: an embedded control plane that does not run raises
+    :class:`ClusterUnavailable` instead of being started."""
 
     hook_name = "Kubeflow Training (Kubernetes cluster, async)"
 
     def __init__(
         self,
-        kubernetes_conn_id: str | None = DEFAULT,
+        kubernetes_conn_id: ConnId = DEFAULT,
         connection_extras: dict[str, Any] | None = None,
+        *,
+        lookup_only: bool = False,
         **kwargs: Any,
     ) -> None:
         conn_id = resolve_conn_id(kubernetes_conn_id)
         super().__init__(conn_id=conn_id, kubernetes_conn_id=conn_id, connection_extras=connection_extras, **kwargs)
         self.embedded = conn_id is None and not connection_extras
+        self.lookup_only = lookup_only
+
+    async def _embedded_extras(self) -> dict[str, Any]:
+        # Both may touch the file system or start the daemon: in a thread, never on the event loop.
+        if self.lookup_only:
+            return {"kube_config_path": await asyncio.to_thread(running_control_plane_kubeconfig)}
+        plane = await asyncio.to_thread(embedded_control_plane)
+        return {"kube_config_path": str(plane.kubeconfig)}
 
     @contextlib.asynccontextmanager
     async def get_client(
         self, *, watch_timeout: float = 240.0, poll_interval: float = 10.0
     ) -> AsyncIterator[AsyncTrainingJobClient]:
         if self.embedded and self._extras is None:
-            plane = await asyncio.to_thread(embedded_control_plane)  # may start the daemon: not on the loop
-            self._extras = {"kube_config_path": str(plane.kubeconfig)}
+            self._extras = await self._embedded_extras()
         async with self.get_conn() as api:
             yield AsyncTrainingJobClient(api, watch_timeout=watch_timeout, poll_interval=poll_interval)

@@ -7,6 +7,7 @@ from typing import Any
 
 from airflow.sdk import BaseOperatorLink
 
+from airflow_provider_training import xcom
 from airflow_provider_training.kitops.reference import TCR_PERSONAL_HOST, ReferenceError, is_tcr_host, parse
 from airflow_provider_training.links.cockpit import MODELKIT_ROUTE, pushed, view_url
 
@@ -37,5 +38,5 @@ class ModelKitRegistryLink(BaseOperatorLink):
 
         if not pushed(operator, "_pushed_reference"):
             return ""  # the task failed before it pushed a ModelKit
-        reference = XCom.get_value(ti_key=ti_key, key="reference")
+        reference = XCom.get_value(ti_key=ti_key, key=xcom.REFERENCE)
         return view_url(ti_key, MODELKIT_ROUTE) if reference else ""

@@ -8,6 +8,7 @@ from typing import Any
 
 from airflow.sdk import BaseOperatorLink
 
+from airflow_provider_training import xcom
 from airflow_provider_training.links.cockpit import JOB_ROUTE, pushed, view_url
 
 FIELDS = ("kind", "plural", "name", "namespace", "uid")
@@ -46,7 +47,7 @@ class TrainingJobLink(BaseOperatorLink):
 
         if not pushed(operator, "_submitted"):
             return ""  # the task failed before it submitted a job
-        name = XCom.get_value(ti_key=ti_key, key="job_name")
+        name = XCom.get_value(ti_key=ti_key, key=xcom.JOB_NAME)
         if not name:
             return ""
         template = conf.get("training", "job_link_template", fallback="") or ""
@@ -55,8 +56,8 @@ class TrainingJobLink(BaseOperatorLink):
         return job_url(
             template,
             "",
-            kind=XCom.get_value(ti_key=ti_key, key="job_kind") or "",
+            kind=XCom.get_value(ti_key=ti_key, key=xcom.JOB_KIND) or "",
             name=name,
-            namespace=XCom.get_value(ti_key=ti_key, key="job_namespace") or "default",
-            uid=XCom.get_value(ti_key=ti_key, key="job_uid") or "",
+            namespace=XCom.get_value(ti_key=ti_key, key=xcom.JOB_NAMESPACE) or "default",
+            uid=XCom.get_value(ti_key=ti_key, key=xcom.JOB_UID) or "",
         )

@@ -24,13 +24,14 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, NoReturn
 
 import yaml
 from airflow.sdk import BaseOperator, conf
 from airflow.sdk.exceptions import AirflowException
 
-from airflow_provider_training.client.errors import ApiError, JobDeleted, WaitTimeout, translate
+from airflow_provider_training import xcom
+from airflow_provider_training.client.errors import ApiError, JobDeleted, WaitTimeout
 from airflow_provider_training.client.inferenceservice import (
     KIND,
     RolloutState,
@@ -40,32 +41,32 @@ from airflow_provider_training.client.inferenceservice import (
     storage_uri,
 )
 from airflow_provider_training.client.sync import TrainingJobClient
-from airflow_provider_training.triggers.deploy import KILL_ACTIONS, InferenceServiceTrigger, embedded_home
+from airflow_provider_training.hooks.training import DEFAULT, TrainingHook
+from airflow_provider_training.specs.actions import RolloutAction
+from airflow_provider_training.triggers.deploy import InferenceServiceTrigger
 
 ISVC_LABEL = "serving.kserve.io/inferenceservice"
 LOG_CONTAINERS = ("storage-initializer", "kserve-container")
+ROLLOUT_ACTIONS = tuple(RolloutAction)  # str-valued: the strings users write are members
 
 
 def api_client(kubernetes_conn_id: str | None) -> Any:
     """A ``kubernetes`` ApiClient for the connection, or for the embedded control plane (started on
-    demand) when there is none."""
-    if kubernetes_conn_id:
-        from airflow.providers.cncf.kubernetes.hooks.kubernetes import KubernetesHook
-
-        return KubernetesHook(conn_id=kubernetes_conn_id).api_client
-    from kubernetes import config
-
-    from airflow_provider_training import embedded
-
-    plane = embedded.ensure_running(embedded_home())
-    return config.new_client_from_config(config_file=str(plane.kubeconfig))
+    demand) when there is none: :class:`TrainingHook`'s (kept for DAGs written against it)."""
+    return TrainingHook(kubernetes_conn_id=kubernetes_conn_id).api_client
 
 
 def deployed_storage_uri(name: str, namespace: str = "default", kubernetes_conn_id: str | None = None) -> str | None:
     """The ``kit://`` URI InferenceService ``namespace/name`` serves now (its spec's storageUri), or
-    None when it does not exist — what a retraining DAG compares a new model against."""
-    client = TrainingJobClient(api_client(kubernetes_conn_id))
+    None when it does not exist — what a retraining DAG compares a new model against.
+    ``kubernetes_conn_id``: as :class:`TrainingHook` takes it (``None``: the embedded control plane,
+    :data:`DEFAULT`: ``[training] kubernetes_conn_id``)."""
+    client = TrainingHook(kubernetes_conn_id=kubernetes_conn_id).get_client()
     return served_storage_uri(client.find(KIND, name, namespace))
+
+
+def _generation(obj: dict[str, Any]) -> int:
+    return int(obj["metadata"].get("generation") or 1)
 
 
 class InferenceServiceOperator(BaseOperator):
@@ -80,7 +81,9 @@ class InferenceServiceOperator(BaseOperator):
     :param registry_conn_id: ``modelkit_registry`` connection whose credentials the predictor pulls with.
     :param storage_secret_name: Secret those credentials are written to (a cluster's
         ClusterStorageContainer refers to it by this name).
-    :param kubernetes_conn_id: ``kubernetes`` connection; empty = the embedded control plane.
+    :param kubernetes_conn_id: ``kubernetes`` connection. Default (:data:`DEFAULT`, or ``None`` as
+        before): the provider option ``[training] kubernetes_conn_id``, read when the task runs;
+        empty (there or here) means the embedded control plane of this machine, started on demand.
     :param wait_for_ready: wait until the new model serves (else return once applied).
     :param deferrable: wait in the triggerer instead of a worker slot.
     :param timeout: seconds to wait for readiness.
@@ -126,7 +129,7 @@ class InferenceServiceOperator(BaseOperator):
         inference_service: dict[str, Any] | str | None = None,
         registry_conn_id: str | None = None,
         storage_secret_name: str = "kitops-credentials",
-        kubernetes_conn_id: str | None = None,
+        kubernetes_conn_id: str | None = DEFAULT,
         wait_for_ready: bool = True,
         deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         timeout: float = 900.0,
@@ -143,8 +146,8 @@ class InferenceServiceOperator(BaseOperator):
     ) -> None:
         super().__init__(**kwargs)
         for field, value in (("on_failure_action", on_failure_action), ("on_kill_action", on_kill_action)):
-            if value not in KILL_ACTIONS:
-                raise ValueError(f"{field}={value!r}: use one of {', '.join(KILL_ACTIONS)}")
+            if value not in ROLLOUT_ACTIONS:
+                raise ValueError(f"{field}={value!r}: use one of {', '.join(ROLLOUT_ACTIONS)}")
         self.name = name
         self.storage_uri = storage_uri
         self.namespace = namespace
@@ -152,11 +155,9 @@ class InferenceServiceOperator(BaseOperator):
         self.inference_service = inference_service
         self.registry_conn_id = registry_conn_id
         self.storage_secret_name = storage_secret_name
-        self.kubernetes_conn_id = (
-            kubernetes_conn_id
-            if kubernetes_conn_id is not None
-            else conf.get("training", "kubernetes_conn_id", fallback="") or None
-        )
+        # None meant "the configured connection" here (unlike TrainingHook, where it is the embedded
+        # plane): it stays so, resolved at run time like DEFAULT, not when the DAG file is parsed.
+        self.kubernetes_conn_id = DEFAULT if kubernetes_conn_id is None else kubernetes_conn_id
         self.wait_for_ready = wait_for_ready
         self.deferrable = deferrable
         self.timeout = timeout
@@ -172,6 +173,15 @@ class InferenceServiceOperator(BaseOperator):
         self.require_provenance = require_provenance
         self.verify_layers = verify_layers
         self._applied: tuple[str, dict[str, Any] | None] | None = None  # (uid, previous spec) for on_kill
+        self._lineage: dict[str, Any] | None = None  # what the OpenLineage facets report, once served
+        self._progress: tuple[str, str] | None = None  # the (reason, message) last logged by the sync path
+
+    # -- plumbing ---------------------------------------------------------------------------------
+    def hook(self) -> TrainingHook:
+        return TrainingHook(kubernetes_conn_id=self.kubernetes_conn_id)
+
+    def client(self, hook: TrainingHook | None = None) -> TrainingJobClient:
+        return (hook or self.hook()).get_client(poll_interval=self.poll_interval)
 
     # -- building ----------------------------------------------------------------------------------
     def _base(self) -> dict[str, Any] | None:
@@ -264,50 +274,44 @@ class InferenceServiceOperator(BaseOperator):
             ", provenance signed by the same key" if result.provenance else "",
         )
         self.storage_uri = pinned
-        context["ti"].xcom_push(key="verified_digest", value=result.digest)
+        context["ti"].xcom_push(key=xcom.VERIFIED_DIGEST, value=result.digest)
 
-    def execute(self, context: Any) -> dict[str, Any]:
-        if self.verify or (self.verify is None and (self.signing_conn_id or self.verify_key)):
-            self.verify_signature(context)
-        body = self.build()
-        client = TrainingJobClient(api_client(self.kubernetes_conn_id), poll_interval=self.poll_interval)
-        obj, previous = self.apply(client, body)
-        meta = obj["metadata"]
-        uid, generation = meta["uid"], int(meta.get("generation") or 1)
+    def _verifies(self) -> bool:
+        """``verify``: on, off, or (None) on exactly when a key is named (after templating)."""
+        return bool(self.verify or (self.verify is None and (self.signing_conn_id or self.verify_key)))
+
+    def remember(self, context: Any, obj: dict[str, Any], previous: dict[str, Any] | None) -> None:
+        """XCom and the undo record, before any waiting: a crash or kill still leaves the trail."""
+        uid = obj["metadata"]["uid"]
         self._applied = (uid, previous)
         ti = context["ti"]
-        ti.xcom_push(key="inference_service_name", value=self.name)
-        ti.xcom_push(key="inference_service_namespace", value=self.namespace)
-        ti.xcom_push(key="inference_service_uid", value=uid)
+        ti.xcom_push(key=xcom.INFERENCE_SERVICE_NAME, value=self.name)
+        ti.xcom_push(key=xcom.INFERENCE_SERVICE_NAMESPACE, value=self.namespace)
+        ti.xcom_push(key=xcom.INFERENCE_SERVICE_UID, value=uid)
+
+    # -- execute: verify and apply, then wait here (execute_sync) or in the triggerer (execute_async,
+    # resumed in trigger_reentry), as the training operator does ------------------------------------
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        if self._verifies():
+            self.verify_signature(context)
+        body = self.build()
+        hook = self.hook()
+        client = self.client(hook)
+        obj, previous = self.apply(client, body)
+        self.remember(context, obj, previous)
         if not self.wait_for_ready:
-            return self._result(rollout_state(obj, generation), uid, context)
+            return self._result(rollout_state(obj, _generation(obj)), obj["metadata"]["uid"], context)
         if self.deferrable:
-            self.defer(
-                trigger=InferenceServiceTrigger(
-                    name=self.name,
-                    namespace=self.namespace,
-                    uid=uid,
-                    generation=generation,
-                    kubernetes_conn_id=self.kubernetes_conn_id,
-                    timeout=self.timeout,
-                    poll_interval=self.poll_interval,
-                    started=time.time(),
-                    on_kill_action=self.on_kill_action,
-                    previous=previous,
-                ),
-                method_name="execute_complete",
-                kwargs={"previous": previous},
-                timeout=timedelta(seconds=self.timeout + 60),
-            )
-        last: dict[str, str] = {}
+            self.execute_async(hook, obj, previous)
+        return self.execute_sync(context, client, obj, previous)
 
-        def progress(o: dict[str, Any]) -> None:
-            state = rollout_state(o, generation)
-            if (state.reason, state.message) != (last.get("reason"), last.get("message")):
-                last.update(reason=state.reason, message=state.message)
-                if not state.finished:
-                    self.log.info("Waiting for %s/%s: %s %s", self.namespace, self.name, state.reason, state.message)
-
+    def execute_sync(
+        self, context: Any, client: TrainingJobClient, obj: dict[str, Any], previous: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        """Wait in this worker until the new model serves (or the rollout fails), then finish."""
+        uid, generation = obj["metadata"]["uid"], _generation(obj)
+        self._progress = None
         try:
             obj = client.wait(
                 KIND,
@@ -316,33 +320,76 @@ class InferenceServiceOperator(BaseOperator):
                 uid=uid,
                 timeout=self.timeout,
                 until=lambda o: rollout_state(o, generation).finished,
-                on_change=progress,
+                on_change=lambda o: self._changed(o, generation),
             )
         except WaitTimeout as exc:
             state = rollout_state(exc.last or {}, generation)
             self._fail(client, uid, previous, f"did not become ready within {self.timeout:g}s", state)
         except JobDeleted as exc:
             raise AirflowException(str(exc)) from None
-        state = rollout_state(obj, generation)
-        if not state.ready:
-            self._fail(client, uid, previous, "failed", state)
-        return self._result(state, uid, context)
+        return self.finish(context, client, uid, previous, rollout_state(obj, generation))
 
-    def execute_complete(
+    def execute_async(self, hook: TrainingHook, obj: dict[str, Any], previous: dict[str, Any] | None) -> NoReturn:
+        """Free the worker slot: :class:`InferenceServiceTrigger` waits in the triggerer (reaching the
+        cluster with the connection as resolved here); the task resumes in :meth:`trigger_reentry`."""
+        self.defer(
+            trigger=InferenceServiceTrigger(
+                name=self.name,
+                namespace=self.namespace,
+                uid=obj["metadata"]["uid"],
+                generation=_generation(obj),
+                **hook.trigger_connection(),
+                timeout=self.timeout,
+                poll_interval=self.poll_interval,
+                started=time.time(),
+                on_kill_action=self.on_kill_action,
+                previous=previous,
+            ),
+            method_name="trigger_reentry",
+            kwargs={"previous": previous},
+            timeout=timedelta(seconds=self.timeout + 60),
+        )
+
+    def trigger_reentry(
         self, context: Any, event: dict[str, Any], previous: dict[str, Any] | None = None
     ) -> dict[str, Any]:
+        """Resume after deferral: finish like the sync path with the trigger's verdict."""
         status = event.get("status")
         uid = str(event.get("uid"))
         state = RolloutState(True, status == "ready", event.get("reason", ""), event.get("message", ""),
                              event.get("url", ""), event.get("revision", ""))  # fmt: skip
-        if status == "ready":
-            return self._result(state, uid, context)
         if status == "deleted":
             raise AirflowException(str(event.get("message") or "the InferenceService was deleted"))
-        client = TrainingJobClient(api_client(self.kubernetes_conn_id), poll_interval=self.poll_interval)
-        what = f"did not become ready within {self.timeout:g}s" if status == "timeout" else "failed"
-        self._fail(client, uid, previous, what, state)
-        raise AssertionError("unreachable")
+        if status == "timeout":
+            self._fail(self.client(), uid, previous, f"did not become ready within {self.timeout:g}s", state)
+        return self.finish(context, None, uid, previous, state)
+
+    def execute_complete(
+        self, context: Any, event: dict[str, Any], previous: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Resume a deferral recorded before :meth:`trigger_reentry` was the resume method."""
+        return self.trigger_reentry(context, event, previous)
+
+    def finish(
+        self,
+        context: Any,
+        client: TrainingJobClient | None,
+        uid: str,
+        previous: dict[str, Any] | None,
+        state: RolloutState,
+    ) -> dict[str, Any]:
+        """The result of a ready rollout; a failed one fails the task after ``on_failure_action``."""
+        if not state.ready:
+            self._fail(client or self.client(), uid, previous, "failed", state)
+        return self._result(state, uid, context)
+
+    def _changed(self, obj: dict[str, Any], generation: int) -> None:
+        """Each new version of the InferenceService while the sync path waits: log what changed."""
+        state = rollout_state(obj, generation)
+        if (state.reason, state.message) != self._progress:
+            self._progress = (state.reason, state.message)
+            if not state.finished:
+                self.log.info("Waiting for %s/%s: %s %s", self.namespace, self.name, state.reason, state.message)
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
         """OpenLineage: the ModelKit in, the InferenceService revision out."""
@@ -359,7 +406,7 @@ class InferenceServiceOperator(BaseOperator):
             "url": state.url,
         }
         if state.url:
-            context["ti"].xcom_push(key="url", value=state.url)
+            context["ti"].xcom_push(key=xcom.URL, value=state.url)
             self.log.info(
                 "InferenceService %s/%s serves %s at %s", self.namespace, self.name, self.storage_uri, state.url
             )
@@ -376,46 +423,46 @@ class InferenceServiceOperator(BaseOperator):
     def log_tail(self, client: TrainingJobClient, revision: str | None = None) -> str:
         """The newest predictor pod's container logs (last ``log_tail_lines`` each)."""
         try:
-            with translate():
-                response = client.core.list_namespaced_pod(self.namespace, label_selector=f"{ISVC_LABEL}={self.name}")
+            pods = client.list_pods(self.namespace, f"{ISVC_LABEL}={self.name}")
         except ApiError as exc:  # the failure message matters more than the tail
             return f"(could not list the predictor pods: {exc})"
-        pods = sorted(response.items, key=lambda p: p.metadata.creation_timestamp or 0)
+        pods.sort(key=lambda p: str(p["metadata"].get("creationTimestamp") or ""))  # RFC 3339: sorts as text
         if revision:
-            pods = [p for p in pods if p.metadata.name == revision] or pods
+            pods = [p for p in pods if p["metadata"]["name"] == revision] or pods
         if not pods:
             return "(no predictor pod)"
         pod = pods[-1]
+        name = pod["metadata"]["name"]
+        spec = pod.get("spec") or {}
+        names = [c["name"] for c in (spec.get("initContainers") or []) + (spec.get("containers") or [])]
         parts = []
-        names = [c.name for c in (pod.spec.init_containers or []) + (pod.spec.containers or [])]
         for container in [c for c in LOG_CONTAINERS if c in names] or names:
             try:
-                text = client.read_log(
-                    pod.metadata.name, self.namespace, container=container, tail_lines=self.log_tail_lines
-                )
+                text = client.read_log(name, self.namespace, container=container, tail_lines=self.log_tail_lines)
             except ApiError:  # a container that never started has no log
                 continue
             if text.strip():
-                parts.append(f"--- {pod.metadata.name} [{container}] ---\n{text.rstrip()}")
-        return "\n".join(parts) or f"(pod {pod.metadata.name} has no log output)"
+                parts.append(f"--- {name} [{container}] ---\n{text.rstrip()}")
+        return "\n".join(parts) or f"(pod {name} has no log output)"
 
     def _fail(
         self, client: TrainingJobClient, uid: str, previous: dict[str, Any] | None, what: str, state: RolloutState
-    ) -> None:
+    ) -> NoReturn:
         obj = client.find(KIND, self.name, self.namespace) or {}
         revision = ((obj.get("status") or {}).get("components") or {}).get("predictor", {}).get("latestCreatedRevision")
         tail = self.log_tail(client, revision)
         reason = f"{state.reason}: {state.message}" if state.message else state.reason or "unknown reason"
         self.log.error("Predictor log tail:\n%s", tail)
-        self.log.info("%s", self._undo(client, uid, previous, self.on_failure_action))
+        self.log.info("%s", self.cleanup(client, uid, previous, self.on_failure_action))
         raise AirflowException(
             f"InferenceService {self.namespace}/{self.name} {what}: {reason}\nPredictor log tail:\n{tail}"
         )
 
-    def _undo(self, client: TrainingJobClient, uid: str, previous: dict[str, Any] | None, action: str) -> str:
-        if action == "keep":
+    def cleanup(self, client: TrainingJobClient, uid: str, previous: dict[str, Any] | None, action: str) -> str:
+        """Apply ``action`` (a :class:`RolloutAction`) to what this task applied; returns what was done."""
+        if action == RolloutAction.KEEP:
             return f"on_failure/kill action 'keep': left InferenceService {self.namespace}/{self.name} as it is"
-        if action == "delete" or previous is None:
+        if action == RolloutAction.DELETE or previous is None:
             client.delete(KIND, self.name, self.namespace, uid=uid, propagation="Background")
             return f"deleted InferenceService {self.namespace}/{self.name}"
         current = client.get(KIND, self.name, self.namespace)
@@ -425,8 +472,8 @@ class InferenceServiceOperator(BaseOperator):
         return f"rolled InferenceService {self.namespace}/{self.name} back to its previous spec"
 
     def on_kill(self) -> None:
-        if self._applied is None or self.on_kill_action == "keep":
+        if self._applied is None or self.on_kill_action == RolloutAction.KEEP:
             return
         uid, previous = self._applied
-        client = TrainingJobClient(api_client(self.kubernetes_conn_id))
-        self.log.info("%s", self._undo(client, uid, previous, self.on_kill_action))
+        client = self.client()
+        self.log.info("%s", self.cleanup(client, uid, previous, self.on_kill_action))

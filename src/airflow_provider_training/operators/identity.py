@@ -10,6 +10,7 @@ from typing import Any
 
 from airflow_provider_training.client import job_state
 from airflow_provider_training.specs.actions import IfJobExists
+from airflow_provider_training.specs.actions import JobDecision as Action
 
 PREFIX = "airflow-training"
 DAG_ID = f"{PREFIX}/dag-id"
@@ -75,10 +76,11 @@ def retry_name(base: str, try_number: int, attempt: int = 0) -> str:
 
 @dataclass(frozen=True)
 class Decision:
-    """``action``: ``create`` (name free), ``reattach``, ``rename``, ``replace`` (delete, then create)
-    or ``fail``; ``why`` is logged / raised."""
+    """``action``: :class:`~airflow_provider_training.specs.actions.JobDecision` (``create`` when the name
+    is free, ``reattach``, ``rename``, ``replace``: delete, then create, or ``fail``); ``why`` is logged
+    / raised."""
 
-    action: str
+    action: Action
     why: str
 
 
@@ -94,23 +96,25 @@ def on_existing(existing: Mapping[str, Any] | None, labels: Mapping[str, str], p
     if policy not in POLICIES:
         raise ValueError(f"if_job_exists must be one of {', '.join(POLICIES)} (got {policy!r})")
     if existing is None:
-        return Decision("create", "the name is free")
+        return Decision(Action.CREATE, "the name is free")
     meta = existing.get("metadata") or {}
     what = f"{existing.get('kind')} {meta.get('namespace')}/{meta.get('name')}"
     mine = same_identity(existing, labels)
     state = job_state(dict(existing))
     if mine and not state.finished:
         return Decision(
-            "reattach", f"{what} of this task is still {state.phase}: reattaching instead of submitting again"
+            Action.REATTACH, f"{what} of this task is still {state.phase}: reattaching instead of submitting again"
         )
-    if policy == "fail":
-        return Decision("fail", f"{what} already exists ({'this task' if mine else 'not this task'}'s, {state.phase})")
-    if policy == "replace":
-        return Decision("replace", f"{what} exists ({state.phase}); deleting it as if_job_exists='replace' asks")
-    if mine or policy == "rename":
-        return Decision("rename", f"{what} exists ({state.phase}); kept, submitting under a new name")
+    if policy == IfJobExists.FAIL:
+        return Decision(
+            Action.FAIL, f"{what} already exists ({'this task' if mine else 'not this task'}'s, {state.phase})"
+        )
+    if policy == IfJobExists.REPLACE:
+        return Decision(Action.REPLACE, f"{what} exists ({state.phase}); deleting it as if_job_exists='replace' asks")
+    if mine or policy == IfJobExists.RENAME:
+        return Decision(Action.RENAME, f"{what} exists ({state.phase}); kept, submitting under a new name")
     return Decision(
-        "fail",
+        Action.FAIL,
         f"{what} exists and belongs to another task or was created outside Airflow; template the name "
         "(e.g. name=\"{{ run_name('train') }}\" with naming.MACROS) or pass if_job_exists='rename' or 'replace'",
     )

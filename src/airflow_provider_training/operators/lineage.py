@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from airflow_provider_training.client.state import job_images
 from airflow_provider_training.kitops.reference import DEFAULT_TAG, parse
 from airflow_provider_training.kitops.source import split_pvc
 from airflow_provider_training.specs.refs import ObjectRef
@@ -122,14 +123,13 @@ def training_lineage(op: Any) -> Any:
     facets: dict[str, Any] = {}
     if submitted:
         from airflow_provider_training.operators.lineage_facets import TrainingJobRunFacet
-        from airflow_provider_training.operators.modelkit_provenance import _images
 
         facets["trainingJob"] = TrainingJobRunFacet(
             kind=submitted.kind,
             name=submitted.name,
             namespace=str(namespace),
             uid=submitted.uid or "",
-            images=_images(job) if isinstance(job, dict) else [],
+            images=job_images(job) if isinstance(job, dict) else [],
         )
     return _lineage(inputs, outputs, facets)
 

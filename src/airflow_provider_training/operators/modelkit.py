@@ -22,7 +22,8 @@ from typing import Any
 from airflow.sdk import Asset, AssetAlias, BaseOperator
 from airflow.sdk.exceptions import AirflowException
 
-from airflow_provider_training.client.sync import TrainingJobClient
+from airflow_provider_training import xcom
+from airflow_provider_training.hooks.training import DEFAULT, TrainingHook, resolve_conn_id
 from airflow_provider_training.kitops import keys, packpush, signing, transfer
 from airflow_provider_training.kitops import pack as packmod
 from airflow_provider_training.kitops.api import make_client
@@ -85,7 +86,7 @@ class _ModelKitBase(BaseOperator):
         engine: str = "native",
         kit_binary: str | None = None,
         namespace: str = "default",
-        kubernetes_conn_id: str | None = None,
+        kubernetes_conn_id: str | None = DEFAULT,
         mode: str = "auto",
         image: str | None = None,
         registry_secret_name: str = "kitops-credentials",
@@ -115,11 +116,8 @@ class _ModelKitBase(BaseOperator):
         self.engine = engine
         self.kit_binary = kit_binary
         self.namespace = namespace
-        if kubernetes_conn_id is None:
-            from airflow.sdk import conf
-
-            kubernetes_conn_id = conf.get("training", "kubernetes_conn_id", fallback="") or None
-        self.kubernetes_conn_id = kubernetes_conn_id
+        # None meant "[training] kubernetes_conn_id" here: it stays so, read at run time like DEFAULT.
+        self.kubernetes_conn_id = DEFAULT if kubernetes_conn_id is None else kubernetes_conn_id
         if on_finish_action not in FINISH_ACTIONS:
             raise ValueError(f"on_finish_action must be one of {', '.join(FINISH_ACTIONS)} (got {on_finish_action!r})")
         self.mode = mode
@@ -141,6 +139,16 @@ class _ModelKitBase(BaseOperator):
         self.training_task_ids = training_task_ids
         self._pushed_reference: str | None = None  # for the extra link: set once the reference is in XCom
         self._key: Any = None  # the signing key, loaded by _preflight before anything is pushed
+        self._runner: PackagingJobRunner | None = None  # the packaging Job of this try (for on_kill)
+        self._lineage: tuple[Reference, dict[str, Any]] | None = None  # for the OpenLineage facets
+
+    # -- plumbing ---------------------------------------------------------------------------------
+    def _conn_id(self) -> str | None:
+        """The ``kubernetes`` connection this run uses (None: none, i.e. the embedded control plane)."""
+        return resolve_conn_id(self.kubernetes_conn_id)
+
+    def hook(self) -> TrainingHook:
+        return TrainingHook(kubernetes_conn_id=self._conn_id())
 
     # -- shared steps -------------------------------------------------------------------------------
     def _check(self) -> Reference:
@@ -212,7 +220,7 @@ class _ModelKitBase(BaseOperator):
         if not self.source:
             raise AirflowException("source is required to pack (a directory or pvc://<claim>/<path>)")
         try:
-            directory = resolve_source(self.source, self.namespace, cluster=bool(self.kubernetes_conn_id))
+            directory = resolve_source(self.source, self.namespace, cluster=self._conn_id() is not None)
         except (ClusterModeUnavailableError, ValueError) as exc:
             raise AirflowException(str(exc)) from None
         self.log.info("Packing %s as %s (compression %s, engine %s)", directory, ref, self.compression, self.engine)
@@ -337,9 +345,9 @@ class _ModelKitBase(BaseOperator):
                 "signed: delete that tag, or sign it again (kit sign / a re-run of this task)."
             ) from None
         ti = context["ti"]
-        ti.xcom_push(key="signature", value=result["signature"])
+        ti.xcom_push(key=xcom.SIGNATURE, value=result["signature"])
         if result.get("provenance"):
-            ti.xcom_push(key="provenance", value=result["provenance"])
+            ti.xcom_push(key=xcom.PROVENANCE, value=result["provenance"])
         self.log.info(
             "Signed %s@%s (%s)", repository, digest, ", ".join(k for k in ("signature", "provenance") if result.get(k))
         )
@@ -355,11 +363,9 @@ class _ModelKitBase(BaseOperator):
                     f"pvc://<claim>/<path> (got {self.source!r})"
                 )
             return True
-        return self.mode == "auto" and pvc and bool(self.kubernetes_conn_id)
+        return self.mode == "auto" and pvc and self._conn_id() is not None
 
     def _pack_and_push_in_job(self, ref: Reference, context: Any) -> dict[str, Any]:
-        from airflow_provider_training.operators.deploy import api_client
-
         try:
             split = split_pvc(str(self.source))
         except ValueError as exc:
@@ -401,7 +407,7 @@ class _ModelKitBase(BaseOperator):
             },
             **net,
         )
-        client = TrainingJobClient(api_client(self.kubernetes_conn_id), poll_interval=self.poll_interval)
+        client = self.hook().get_client(poll_interval=self.poll_interval)
         self._runner = PackagingJobRunner(
             client,
             job,
@@ -442,9 +448,8 @@ class _ModelKitBase(BaseOperator):
         return self.kitfile
 
     def on_kill(self) -> None:
-        runner = getattr(self, "_runner", None)
-        if runner is not None:
-            runner.delete()
+        if self._runner is not None:
+            self._runner.cleanup()
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
         """OpenLineage: the packed directory (or claim) in, the ModelKit (versioned by digest) out."""
@@ -455,9 +460,9 @@ class _ModelKitBase(BaseOperator):
     def _xcom(self, context: Any, ref: Reference, result: dict[str, Any]) -> None:
         self._lineage = (ref, result)  # signing adds its references to the same dict
         ti = context["ti"]
-        ti.xcom_push(key="reference", value=str(ref))
-        ti.xcom_push(key="digest", value=result["digest"])
-        ti.xcom_push(key="size", value=result["size"])
+        ti.xcom_push(key=xcom.REFERENCE, value=str(ref))
+        ti.xcom_push(key=xcom.DIGEST, value=result["digest"])
+        ti.xcom_push(key=xcom.SIZE, value=result["size"])
         self._pushed_reference = str(ref)
 
     @staticmethod
@@ -526,7 +531,7 @@ class ModelKitPackAndPushOperator(_ModelKitBase):
         if not self.source:
             raise AirflowException("source is required to pack (a directory or pvc://<claim>/<path>)")
         try:
-            directory = resolve_source(self.source, self.namespace, cluster=bool(self.kubernetes_conn_id))
+            directory = resolve_source(self.source, self.namespace, cluster=self._conn_id() is not None)
         except (ClusterModeUnavailableError, ValueError) as exc:
             raise AirflowException(str(exc)) from None
         self.log.info("Packing %s straight into %s (no local copy)", directory, ref)

@@ -21,8 +21,9 @@ from airflow_provider_training.client.state import job_state
 from airflow_provider_training.client.sync import TrainingJobClient
 from airflow_provider_training.kitops import packagejob
 from airflow_provider_training.kitops.packagejob import PackageJob, PackageLogError, PackageOutput
+from airflow_provider_training.specs.actions import OnFinishAction
 
-FINISH_ACTIONS = ("keep", "delete", "delete_succeeded")
+FINISH_ACTIONS = tuple(OnFinishAction)  # str-valued: the strings users write are members
 KIND = "Job"
 
 
@@ -88,16 +89,23 @@ class PackagingJobRunner:
         self.uid = created["metadata"]["uid"]
         return created
 
-    def delete(self) -> None:
+    def cleanup(self) -> None:
+        """Delete the Job this runner created (its pods with it); nothing when it created none."""
         if self.uid:
             self.client.delete(KIND, self.job.name, self.job.namespace, propagation="Background", uid=self.uid)
 
-    # -- running -----------------------------------------------------------------------------------
+    # -- running: submit, wait here (execute_sync), finish — the training operator's skeleton; the
+    # packaging Job has no deferrable mode (its log is the task's progress) -------------------------
     def run(self) -> PackageOutput:
         """Create the Job, wait for it and return what it pushed; raise with the Job's reason and
         the pod's log tail when it fails."""
+        self.submit()
+        return self.finish(self.execute_sync())
+
+    def submit(self) -> dict[str, Any]:
+        """The registry Secret and the Job."""
         self.apply_secret()
-        self.create()
+        created = self.create()
         self.log.info(
             "Packaging %s in Job %s/%s (image %s, PersistentVolumeClaim %s mounted read-only)",
             self.job.reference,
@@ -106,6 +114,10 @@ class PackagingJobRunner:
             self.job.image,
             self.job.claim,
         )
+        return created
+
+    def execute_sync(self) -> dict[str, Any]:
+        """Wait for the Job, its pod's log followed into the task log; the finished Job."""
         follower = LogFollower(
             self.client, KIND, self.job.name, self.job.namespace, sink=self._sink, uid=self.uid
         ).start()
@@ -114,8 +126,8 @@ class PackagingJobRunner:
         except WaitTimeout:
             follower.stop(drain=1.0)
             tail = self._log(self.log_tail_lines)
-            if self.on_finish_action != "keep":
-                self.delete()
+            if self.on_finish_action != OnFinishAction.KEEP:
+                self.cleanup()
             raise AirflowException(
                 f"packaging Job {self.job.namespace}/{self.job.name} did not finish within {self.timeout:g}s"
                 f"{self._tail_text(tail)}"
@@ -124,18 +136,22 @@ class PackagingJobRunner:
             follower.stop(drain=1.0)
             raise AirflowException(str(exc)) from None
         follower.stop(drain=5.0)
+        return obj
+
+    def finish(self, obj: dict[str, Any]) -> PackageOutput:
+        """Apply ``on_finish_action``; what the Job pushed, or raise with its reason and log tail."""
         state = job_state(obj)
         if not state.succeeded:
             tail = self._log(self.log_tail_lines)
-            if self.on_finish_action == "delete":
-                self.delete()
+            if self.on_finish_action == OnFinishAction.DELETE:
+                self.cleanup()
             raise AirflowException(
                 f"packaging Job {self.job.namespace}/{self.job.name} failed: {state.reason}: {state.message}"
                 f"{self._tail_text(tail)}"
             )
         _, text = self._log(None)
-        if self.on_finish_action in ("delete", "delete_succeeded"):
-            self.delete()
+        if self.on_finish_action in (OnFinishAction.DELETE, OnFinishAction.DELETE_SUCCEEDED):
+            self.cleanup()
         try:
             return packagejob.parse_log(text)
         except PackageLogError as exc:

@@ -15,29 +15,12 @@ from typing import Any
 
 from airflow.sdk.exceptions import TaskNotFound
 
+from airflow_provider_training import xcom
+from airflow_provider_training.client.state import job_images
 from airflow_provider_training.kitops.provenance import AssetInput, BuildFacts, TrainingJobFacts
 
 log = logging.getLogger(__name__)
-JOB_KEYS = ("job_kind", "job_name", "job_namespace", "job_uid")
-
-
-def _images(obj: Any) -> list[str]:
-    """Every ``image`` in a job object (replica templates of any kind)."""
-    found: list[str] = []
-
-    def walk(value: Any) -> None:
-        if isinstance(value, dict):
-            image = value.get("image")
-            if isinstance(image, str) and image not in found:
-                found.append(image)
-            for v in value.values():
-                walk(v)
-        elif isinstance(value, list):
-            for v in value:
-                walk(v)
-
-    walk(obj)
-    return found
+JOB_KEYS = xcom.JOB_REF
 
 
 def upstream_task_ids(task: Any) -> list[str]:
@@ -50,13 +33,13 @@ def training_jobs(task: Any, context: Any, task_ids: Iterable[str] | None = None
     jobs = []
     for tid in task_ids if task_ids is not None else upstream_task_ids(task):
         values = {key: ti.xcom_pull(task_ids=tid, key=key) for key in JOB_KEYS}
-        if not values["job_kind"] or not values["job_name"]:
+        if not values[xcom.JOB_KIND] or not values[xcom.JOB_NAME]:
             continue
         job = TrainingJobFacts(
-            kind=str(values["job_kind"]),
-            name=str(values["job_name"]),
-            namespace=str(values["job_namespace"] or ""),
-            uid=str(values["job_uid"] or ""),
+            kind=str(values[xcom.JOB_KIND]),
+            name=str(values[xcom.JOB_NAME]),
+            namespace=str(values[xcom.JOB_NAMESPACE] or ""),
+            uid=str(values[xcom.JOB_UID] or ""),
             task_id=tid,
         )
         job.images = _job_images(task, context, tid, job)
@@ -73,16 +56,16 @@ def _job_images(task: Any, context: Any, tid: str, job: TrainingJobFacts) -> lis
         upstream = None
     spec = getattr(upstream, "job", None)
     if isinstance(spec, dict):
-        images = _images(spec)
+        images = job_images(spec)
         if images:
             return images
     try:  # the job as the API server stored it
-        from airflow_provider_training.client.sync import TrainingJobClient
-        from airflow_provider_training.operators.deploy import api_client
+        from airflow_provider_training.hooks.training import DEFAULT, TrainingHook
 
-        conn = getattr(upstream, "kubernetes_conn_id", None)
-        obj = TrainingJobClient(api_client(conn)).get(job.kind, job.name, job.namespace or "default")
-        return _images(obj.get("spec") or {})
+        # The upstream operator's own setting (DEFAULT included: resolved here, as it did when it ran).
+        conn = getattr(upstream, "kubernetes_conn_id", DEFAULT)
+        obj = TrainingHook(kubernetes_conn_id=conn).get_client().get(job.kind, job.name, job.namespace or "default")
+        return job_images(obj.get("spec") or {})
     except Exception as exc:  # provenance is best effort: the connection, starting the embedded plane, the API
         log.info("provenance: could not read the images of %s %s (%s)", job.kind, job.name, exc)
         return []

@@ -25,6 +25,7 @@ from typing import Any, ClassVar, NoReturn
 from airflow.sdk import BaseOperator, conf
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
+from airflow_provider_training import xcom
 from airflow_provider_training.client import (
     JobDeleted,
     LogFollower,
@@ -42,7 +43,7 @@ from airflow_provider_training.operators import identity, spec
 from airflow_provider_training.operators.lineage import TrainingLineageMixin
 from airflow_provider_training.operators.replicas import failure_report, replica_filter
 from airflow_provider_training.specs import JobSpecError
-from airflow_provider_training.specs.actions import OnFinishAction, OnKillAction
+from airflow_provider_training.specs.actions import JobDecision, OnFinishAction, OnKillAction
 from airflow_provider_training.specs.annotations import WORKING_DIR_ANNOTATION
 from airflow_provider_training.specs.kinds import KINDS
 from airflow_provider_training.specs.refs import ObjectRef
@@ -290,16 +291,16 @@ class TrainingJobOperator(TrainingLineageMixin, BaseOperator):  # lineage: opera
         for attempt in range(5):
             current = client.find(kind, meta["name"], meta["namespace"])
             decision = identity.on_existing(current, meta["labels"], self.if_job_exists)
-            if decision.action == "reattach" and current is not None:
+            if decision.action == JobDecision.REATTACH and current is not None:
                 self.log.info("%s", decision.why)
                 return current
-            if decision.action == "fail":
+            if decision.action == JobDecision.FAIL:
                 raise AirflowFailException(decision.why)
-            if decision.action == "rename":
+            if decision.action == JobDecision.RENAME:
                 self.log.info("%s", decision.why)
                 meta["name"] = identity.retry_name(base, try_number, attempt)
                 continue
-            if decision.action == "replace" and current is not None:
+            if decision.action == JobDecision.REPLACE and current is not None:
                 self.log.info("%s", decision.why)
                 client.delete(kind, meta["name"], meta["namespace"], uid=current["metadata"]["uid"])
             created = client.create(body)
@@ -312,12 +313,12 @@ class TrainingJobOperator(TrainingLineageMixin, BaseOperator):  # lineage: opera
         ref = ObjectRef.of(job)
         ti = context["ti"]
         for key, value in (
-            ("job_name", ref.name),
-            ("job_namespace", ref.namespace),
-            ("job_uid", ref.uid),
-            ("job_kind", ref.kind),
-            ("job_api_url", hook.api_url),
-            ("job_conn_id", hook.kubernetes_conn_id or ""),  # for the UI plugin: the same connection
+            (xcom.JOB_NAME, ref.name),
+            (xcom.JOB_NAMESPACE, ref.namespace),
+            (xcom.JOB_UID, ref.uid),
+            (xcom.JOB_KIND, ref.kind),
+            (xcom.JOB_API_URL, hook.api_url),
+            (xcom.JOB_CONN_ID, hook.kubernetes_conn_id or ""),  # for the UI plugin: the same connection
         ):
             ti.xcom_push(key=key, value=value)
         store = context.get("task_state_store")

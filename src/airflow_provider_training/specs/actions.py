@@ -41,3 +41,14 @@ class RolloutAction(StrEnum):
 
 
 OnFailureAction = RolloutAction
+
+
+class JobDecision(StrEnum):
+    """What the training operator does about a job that holds its name (``operators.identity.on_existing``):
+    submit (the name is free), reattach to it, submit under another name, delete it first, or fail."""
+
+    CREATE = "create"
+    REATTACH = "reattach"
+    RENAME = "rename"
+    REPLACE = "replace"
+    FAIL = "fail"

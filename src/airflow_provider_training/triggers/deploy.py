@@ -9,8 +9,6 @@ back (or deletes an InferenceService the task created), ``delete`` deletes it, `
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
@@ -21,45 +19,14 @@ from airflow_provider_training.triggers import lazy, settle
 
 if TYPE_CHECKING:
     from airflow_provider_training.client.aio import AsyncTrainingJobClient
+    from airflow_provider_training.hooks.training import AsyncTrainingHook
 
 # The clients are imported in a thread when the trigger runs (see triggers.lazy), never at import.
-CLIENTS = ("airflow_provider_training.client", "airflow_provider_training.client.inferenceservice")
-
-KILL_ACTIONS = ("keep", "rollback", "delete")
-
-
-def embedded_home() -> str | None:
-    from airflow.sdk import conf
-
-    return conf.get("training", "embedded_home", fallback="") or None
-
-
-@contextlib.asynccontextmanager
-async def async_api_client(kubernetes_conn_id: str | None) -> AsyncIterator[Any]:
-    """A ``kubernetes_asyncio`` ApiClient for the connection, or for the embedded control plane
-    (started on demand) when there is none."""
-    await lazy.load(
-        "kubernetes_asyncio.config",
-        "airflow.providers.cncf.kubernetes.hooks.kubernetes"
-        if kubernetes_conn_id
-        else "airflow_provider_training.embedded",
-    )
-    if kubernetes_conn_id:
-        from airflow.providers.cncf.kubernetes.hooks.kubernetes import AsyncKubernetesHook
-
-        async with AsyncKubernetesHook(conn_id=kubernetes_conn_id).get_conn() as api:
-            yield api
-        return
-    from kubernetes_asyncio import config
-
-    from airflow_provider_training import embedded
-
-    plane = await asyncio.to_thread(embedded.ensure_running, embedded_home())
-    api = await config.new_client_from_config(config_file=str(plane.kubeconfig))
-    try:
-        yield api
-    finally:
-        await api.close()
+CLIENTS = (
+    *lazy.CLIENTS,
+    "airflow_provider_training.client.inferenceservice",
+    "airflow_provider_training.specs.actions",
+)
 
 
 async def undo(
@@ -67,10 +34,11 @@ async def undo(
 ) -> str:
     """Apply a cleanup action; returns what was done, for the task log."""
     from airflow_provider_training.client.inferenceservice import KIND
+    from airflow_provider_training.specs.actions import RolloutAction
 
-    if action == "keep":
+    if action == RolloutAction.KEEP:
         return f"kept InferenceService {namespace}/{name} as it is"
-    if action == "delete" or previous is None:
+    if action == RolloutAction.DELETE or previous is None:
         deleted = await client.delete(KIND, name, namespace, uid=uid, propagation="Background")
         return f"deleted InferenceService {namespace}/{name}" if deleted else "nothing to delete"
     current = await client.get(KIND, name, namespace)
@@ -89,6 +57,7 @@ class InferenceServiceTrigger(BaseTrigger):
         uid: str,
         generation: int,
         kubernetes_conn_id: str | None = None,
+        connection_extras: dict[str, Any] | None = None,
         timeout: float | None = None,
         poll_interval: float = 10.0,
         started: float | None = None,
@@ -102,12 +71,16 @@ class InferenceServiceTrigger(BaseTrigger):
         self.uid = uid
         self.generation = generation
         self.kubernetes_conn_id = kubernetes_conn_id
+        self.connection_extras = connection_extras
         self.timeout = timeout
         self.poll_interval = poll_interval
         self.started = started if started is not None else time.time()
         self.on_kill_action = on_kill_action
         self.previous = previous
         self.not_before = settle.not_before(not_before)
+
+    def __repr__(self) -> str:  # no connection extras: they may hold credentials
+        return f"<InferenceServiceTrigger {self.namespace}/{self.name} uid={self.uid}>"
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -118,6 +91,7 @@ class InferenceServiceTrigger(BaseTrigger):
                 "uid": self.uid,
                 "generation": self.generation,
                 "kubernetes_conn_id": self.kubernetes_conn_id,
+                "connection_extras": self.connection_extras,
                 "timeout": self.timeout,
                 "poll_interval": self.poll_interval,
                 "started": self.started,
@@ -126,6 +100,14 @@ class InferenceServiceTrigger(BaseTrigger):
                 "not_before": self.not_before,
             },
         )
+
+    def hook(self) -> AsyncTrainingHook:
+        """The cluster the operator deployed to: its connection's extras as resolved in the worker
+        (``TrainingHook.trigger_connection``), or — a trigger row written before they were passed —
+        the connection by id (``None``: the embedded control plane)."""
+        from airflow_provider_training.hooks.training import AsyncTrainingHook
+
+        return AsyncTrainingHook(kubernetes_conn_id=self.kubernetes_conn_id, connection_extras=self.connection_extras)
 
     def _event(self, status: str, obj: dict[str, Any] | None = None, **extra: Any) -> TriggerEvent:
         from airflow_provider_training.client.inferenceservice import rollout_state
@@ -146,12 +128,11 @@ class InferenceServiceTrigger(BaseTrigger):
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         await lazy.load(*CLIENTS)
-        from airflow_provider_training.client import AsyncTrainingJobClient, JobDeleted, WaitTimeout
+        from airflow_provider_training.client import JobDeleted, WaitTimeout
         from airflow_provider_training.client.inferenceservice import KIND, rollout_state
 
         remaining = None if self.timeout is None else max(0.0, self.timeout - (time.time() - self.started))
-        async with async_api_client(self.kubernetes_conn_id) as api:
-            client = AsyncTrainingJobClient(api, poll_interval=self.poll_interval)
+        async with self.hook().get_client(poll_interval=self.poll_interval) as client:
             try:
                 obj = await client.wait(
                     KIND,
@@ -171,11 +152,10 @@ class InferenceServiceTrigger(BaseTrigger):
         yield event
 
     async def on_kill(self) -> None:
-        if self.on_kill_action == "keep":
-            return
         await lazy.load(*CLIENTS)
-        from airflow_provider_training.client import AsyncTrainingJobClient
+        from airflow_provider_training.specs.actions import RolloutAction
 
-        async with async_api_client(self.kubernetes_conn_id) as api:
-            client = AsyncTrainingJobClient(api)
+        if self.on_kill_action == RolloutAction.KEEP:
+            return
+        async with self.hook().get_client() as client:
             self.log.info(await undo(client, self.name, self.namespace, self.uid, self.on_kill_action, self.previous))

@@ -141,9 +141,13 @@ class TrainingJobTrigger(BaseTrigger):
     async def on_kill(self) -> None:
         """A user killed the deferred task (mark failed/success, clear): apply ``on_kill_action``.
         Airflow 3.3 calls this only for user actions, never for a triggerer restart."""
-        if self._fired or self.on_kill_action != "delete":  # OnKillAction.DELETE (specs is not imported here)
+        if self._fired:
             return
-        await lazy.load()
+        await lazy.load()  # the client imports specs: its enums are loaded now, off the loop
+        from airflow_provider_training.specs.actions import OnKillAction
+
+        if self.on_kill_action != OnKillAction.DELETE:
+            return
         async with self.hook().get_client() as jobs:
             deleted = await jobs.delete(self.ref.kind, self.ref.name, self.ref.namespace, uid=self.ref.uid)
         self.log.info("%s %s", self.ref, "deleted because the task was killed" if deleted else "was already gone")

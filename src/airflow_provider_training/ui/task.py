@@ -16,12 +16,13 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from airflow_provider_training import xcom
 from airflow_provider_training.links.modelkit import ModelKitRegistryLink
 from airflow_provider_training.links.training import TrainingJobLink
 from airflow_provider_training.specs.refs import ObjectRef
 
-JOB_KEYS = ("job_name", "job_namespace", "job_uid", "job_kind", "job_conn_id")
-MODELKIT_KEYS = ("reference", "digest", "size")
+JOB_KEYS = (*xcom.JOB_REF, xcom.JOB_CONN_ID)
+MODELKIT_KEYS = xcom.MODELKIT
 # The extra links of the training and of the ModelKit operators: how a tab tells which task may
 # still make its object.
 JOB_LINK, MODELKIT_LINK = TrainingJobLink.name, ModelKitRegistryLink.name
@@ -138,36 +139,36 @@ def xcoms(session: Session, key: TaskKey, keys: tuple[str, ...]) -> dict[str, An
 
 
 def _default_conn_id() -> str | None:
-    from airflow.configuration import conf
+    from airflow_provider_training.hooks.training import DEFAULT, resolve_conn_id  # the hooks' reading of it
 
-    return conf.get("training", "kubernetes_conn_id", fallback="") or None
+    return resolve_conn_id(DEFAULT)
 
 
 def job_ref(session: Session, key: TaskKey) -> JobRef | None:
     """The job this task submitted, or ``None`` when it submitted none (yet)."""
     values = xcoms(session, key, JOB_KEYS)
-    if not values.get("job_name") or not values.get("job_kind"):
+    if not values.get(xcom.JOB_NAME) or not values.get(xcom.JOB_KIND):
         return None
-    conn_id = (values["job_conn_id"] or None) if "job_conn_id" in values else _default_conn_id()
+    conn_id = (values[xcom.JOB_CONN_ID] or None) if xcom.JOB_CONN_ID in values else _default_conn_id()
     return JobRef(
-        kind=str(values["job_kind"]),
-        name=str(values["job_name"]),
-        namespace=str(values.get("job_namespace") or "default"),
-        uid=str(values["job_uid"]) if values.get("job_uid") else None,
+        kind=str(values[xcom.JOB_KIND]),
+        name=str(values[xcom.JOB_NAME]),
+        namespace=str(values.get(xcom.JOB_NAMESPACE) or "default"),
+        uid=str(values[xcom.JOB_UID]) if values.get(xcom.JOB_UID) else None,
         conn_id=conn_id,
     )
 
 
 def modelkit_ref(session: Session, key: TaskKey) -> ModelKitRef | None:
     values = xcoms(session, key, MODELKIT_KEYS)
-    if not values.get("reference"):
+    if not values.get(xcom.REFERENCE):
         return None
     rendered = rendered_fields(session, key)
     conn = rendered.get("registry_conn_id")
-    size = values.get("size")
+    size = values.get(xcom.SIZE)
     return ModelKitRef(
-        reference=str(values["reference"]),
-        digest=str(values.get("digest") or ""),
+        reference=str(values[xcom.REFERENCE]),
+        digest=str(values.get(xcom.DIGEST) or ""),
         size=int(size) if isinstance(size, (int, float)) else None,
         registry_conn_id=str(conn) if conn else None,
     )
