@@ -7,6 +7,7 @@ Jobs finish with ``Complete`` or ``Failed``; an InferenceService is done when ``
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -149,21 +150,24 @@ def replica_of_job(pod: dict[str, Any], kind: str, uid: str | None) -> bool:
     return owned_by(pod, None if kind == "TrainJob" else uid)
 
 
+def mappings(value: Any) -> Iterator[dict[str, Any]]:
+    """Every mapping in a JSON-like document, the outer ones first (replica templates of any kind
+    sit at different depths)."""
+    if isinstance(value, dict):
+        yield value
+        for v in value.values():
+            yield from mappings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from mappings(v)
+
+
 def job_images(obj: Any) -> list[str]:
     """Every ``image`` in a job document or object (replica templates of any kind), first seen first:
     what the provenance statement and the lineage facets name as the training's images."""
     found: list[str] = []
-
-    def walk(value: Any) -> None:
-        if isinstance(value, dict):
-            image = value.get("image")
-            if isinstance(image, str) and image not in found:
-                found.append(image)
-            for v in value.values():
-                walk(v)
-        elif isinstance(value, list):
-            for v in value:
-                walk(v)
-
-    walk(obj)
+    for mapping in mappings(obj):
+        image = mapping.get("image")
+        if isinstance(image, str) and image not in found:
+            found.append(image)
     return found

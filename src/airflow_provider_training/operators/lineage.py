@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow_provider_training.client.state import job_images
+from airflow_provider_training.client.state import job_images, mappings
 from airflow_provider_training.kitops.reference import DEFAULT_TAG, parse
 from airflow_provider_training.kitops.source import split_pvc
 from airflow_provider_training.specs.refs import ObjectRef
@@ -88,28 +88,19 @@ def _claims(job: Any) -> tuple[list[str], list[str]]:
     writable when any container mounts them without ``readOnly``."""
     read: set[str] = set()
     write: set[str] = set()
-
-    def walk(value: Any) -> None:
-        if isinstance(value, dict):
-            spec = value.get("spec") if isinstance(value.get("spec"), dict) else None
-            if spec is not None and isinstance(spec.get("volumes"), list):
-                by_volume = {}
-                for vol in spec["volumes"]:
-                    pvc = (vol or {}).get("persistentVolumeClaim") or {}
-                    if pvc.get("claimName"):
-                        by_volume[vol.get("name")] = (pvc["claimName"], bool(pvc.get("readOnly")))
-                for container in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
-                    for mount in container.get("volumeMounts") or []:
-                        claim = by_volume.get(mount.get("name"))
-                        if claim:
-                            (read if claim[1] or mount.get("readOnly") else write).add(claim[0])
-            for v in value.values():
-                walk(v)
-        elif isinstance(value, list):
-            for v in value:
-                walk(v)
-
-    walk(job)
+    for value in mappings(job):
+        spec = value.get("spec") if isinstance(value.get("spec"), dict) else None
+        if spec is not None and isinstance(spec.get("volumes"), list):
+            by_volume = {}
+            for vol in spec["volumes"]:
+                pvc = (vol or {}).get("persistentVolumeClaim") or {}
+                if pvc.get("claimName"):
+                    by_volume[vol.get("name")] = (pvc["claimName"], bool(pvc.get("readOnly")))
+            for container in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
+                for mount in container.get("volumeMounts") or []:
+                    claim = by_volume.get(mount.get("name"))
+                    if claim:
+                        (read if claim[1] or mount.get("readOnly") else write).add(claim[0])
     return sorted(read - write), sorted(write)
 
 
