@@ -305,3 +305,57 @@ def test_training_job_templates_follow_the_path_rules(http: httpx.Client, test_n
         "spec.pytorchReplicaSpecs[Master].template.spec.volumes[0].persistentVolumeClaim.claimName",
         "spec.pytorchReplicaSpecs[Master].template.spec.containers[0].volumeMounts[0].subPath",
     }
+
+
+def test_pod_spec_is_immutable_and_status_only_through_the_subresource(http: httpx.Client, test_namespace: str) -> None:
+    """kube-apiserver's ValidatePodUpdate: what runs is what is stored."""
+    url = _url(test_namespace, "pods")
+    body = pod("frozen", tolerations=[{"key": "a", "operator": "Exists"}])
+    assert http.post(url, json=body).status_code == 201, body
+    item = f"{url}/frozen"
+    merge = {"Content-Type": "application/merge-patch+json"}
+    strategic = {"Content-Type": "application/strategic-merge-patch+json"}
+    refused = [
+        {"spec": {"containers": [{"name": "main", "command": ["sh", "-c", "evil"]}]}},
+        {"spec": {"nodeName": "elsewhere"}},
+        {"spec": {"volumes": [{"name": "host", "emptyDir": {}}]}},
+        {"spec": {"tolerations": [{"key": "b", "operator": "Exists"}]}},  # drops "a": not an addition
+    ]
+    for patch in refused:
+        answer = status(http.patch(item, content=json.dumps(patch), headers=strategic), 422)
+        assert answer["reason"] == "Invalid", answer
+        assert answer["message"].startswith(
+            'Pod "frozen" is invalid: spec: Forbidden: pod updates may not change fields other than '
+            "`spec.containers[*].image`"
+        ), answer["message"]
+        assert answer["details"]["causes"][0]["field"] == "spec", answer
+    stored = http.get(item).json()
+    assert stored["spec"]["containers"][0]["command"] == ["true"] and stored["spec"]["nodeName"] == "api-test-node"
+    # what may change does
+    allowed = [
+        {"spec": {"containers": [{"name": "main", "image": "python:3.12"}]}},
+        {"spec": {"activeDeadlineSeconds": 100}},
+        {"spec": {"activeDeadlineSeconds": 50}},
+        {"spec": {"tolerations": [*stored["spec"]["tolerations"], {"key": "b", "operator": "Exists"}]}},
+        {"metadata": {"labels": {"ok": "yes"}}},
+    ]
+    for patch in allowed:  # strategic: containers merge by name (a merge patch would replace the list)
+        response = http.patch(item, content=json.dumps(patch), headers=strategic)
+        assert response.status_code == 200, (patch, response.text)
+    answer = status(http.patch(item, content=json.dumps({"spec": {"activeDeadlineSeconds": 60}}), headers=merge), 422)
+    assert answer["message"] == (
+        'Pod "frozen" is invalid: spec.activeDeadlineSeconds: Invalid value: 60: '
+        "must be less than or equal to previous value"
+    ), answer
+    # status on the main resource is ignored; through /status it is written
+    before = http.get(item).json()
+    response = http.patch(item, content=json.dumps({"status": {"phase": "Succeeded"}}), headers=merge)
+    assert response.status_code == 200, response.text
+    assert response.json().get("status", {}).get("phase") == before.get("status", {}).get("phase") != "Succeeded"
+    replaced = {**response.json(), "status": {"phase": "Failed"}}
+    response = http.put(item, json=replaced)
+    assert response.status_code == 200 and response.json().get("status", {}).get("phase") != "Failed", response.text
+    response = http.patch(f"{item}/status", content=json.dumps({"status": {"phase": "Succeeded"}}), headers=merge)
+    assert response.status_code == 200 and response.json()["status"]["phase"] == "Succeeded", response.text
+    final = http.get(item).json()
+    assert final["spec"]["containers"][0]["image"] == "python:3.12" and final["spec"]["activeDeadlineSeconds"] == 50

@@ -138,3 +138,47 @@ def test_kit_model_initializer_pulls_the_modelkit_before_the_trainer(
     pods = {p.metadata.labels["jobset.sigs.k8s.io/replicatedjob-name"]: p for p in tj.pods("withmodel")}
     assert "['Kitfile', 'model.bin'] weights-v1" in tj.logs(pods["node"].metadata.name)
     assert f"pulling ModelKit {reference}" in tj.logs(pods["model-initializer"].metadata.name)
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "pvc://../other-ns/claim",
+        "pvc://claim/../../other-ns/claim",
+        "pvc://claim//etc/passwd",
+        "pvc:///etc/passwd",
+        "pvc://..",
+        "pvc://Other_NS/claim",
+    ],
+)
+def test_pvc_initializer_outside_the_namespace_is_refused_by_admission(tj: TrainJobs, uri: str) -> None:
+    from kubernetes.client.exceptions import ApiException
+
+    tj.create(with_dataset_initializer())
+    body = trainjob("escape", runtime="with-data", kind="TrainingRuntime", numNodes=1, command=[PY, "-c", READ])
+    body["spec"]["initializer"] = {"dataset": {"storageUri": uri}}
+    with pytest.raises(ApiException) as refused:
+        tj.create(body)
+    assert refused.value.status == 422, refused.value.body
+    assert "spec.initializer.dataset.storageUri: Invalid value:" in refused.value.body
+    assert tj.pods("escape") == []
+
+
+def test_pvc_initializer_copies_only_inside_the_claim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The initializer itself (a runtime may set STORAGE_URI without spec.initializer): ``..`` and
+    a symlink out of the claim copy nothing."""
+    from airflow_provider_training.embedded.runtimes import trainer_initializer as ti
+
+    namespace = tmp_path / "pvc" / "team-a"
+    (namespace / "claim" / "data").mkdir(parents=True)
+    (namespace / "claim" / "data" / "mine.txt").write_text("mine")
+    (tmp_path / "pvc" / "team-b" / "secret").mkdir(parents=True)
+    (tmp_path / "pvc" / "team-b" / "secret" / "theirs.txt").write_text("theirs")
+    (namespace / "claim" / "out").symlink_to(tmp_path / "pvc" / "team-b" / "secret")
+    monkeypatch.setenv(ti.PVC_ROOT_ENV, str(namespace))
+    for uri in ("pvc://../team-b/secret", "pvc://claim/../../team-b/secret", "pvc://claim/out"):
+        destination = tmp_path / "dest" / str(abs(hash(uri)))
+        assert ti.initialize("dataset", uri, destination) == 2, uri
+        assert not any(destination.rglob("theirs.txt")) if destination.exists() else True
+    assert ti.initialize("dataset", "pvc://claim/data", tmp_path / "ok") == 0
+    assert (tmp_path / "ok" / "mine.txt").read_text() == "mine"

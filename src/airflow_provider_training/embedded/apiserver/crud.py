@@ -29,6 +29,7 @@ from airflow_provider_training.embedded.apiserver.http import (
     wants_table,
 )
 from airflow_provider_training.embedded.apiserver.patch import APPLY_PATCH, PatchError, apply_patch
+from airflow_provider_training.embedded.apiserver.podupdate import validate_pod_update
 from airflow_provider_training.embedded.apiserver.selectors import (
     SelectorError,
     equality_terms,
@@ -333,6 +334,8 @@ def _finish_update(
             batchjobs.admit_update(rt, new, old)
         _fold_string_data(rt, new)
         canonical_form(rt, new, new=False)
+        if rt.key == PODS.key:
+            validate_pod_update(rt, new, old)
         if request.headers.get("content-type", "").split(";")[0].strip() != APPLY_PATCH:
             managed.record_update(old, new, _manager(request), rt.api_version)
     builtin.validate(rt, new)

@@ -13,6 +13,7 @@ from typing import Any
 
 from airflow_provider_training.embedded.apiserver.errors import ApiError, bad_request, invalid
 from airflow_provider_training.embedded.resources import ResourceType
+from airflow_provider_training.embedded.runtimes.trainer_initializer import pvc_problem
 from airflow_provider_training.embedded.store import Store
 from airflow_provider_training.embedded.trainerruntimes import install_default_runtimes, stored_runtime
 from airflow_provider_training.frameworks.trainer import admission
@@ -70,7 +71,24 @@ def admit_trainer_object(
         if result.denied_by_webhook and rt.kind != c.JOBSET:
             raise webhook_denied(rt, name, issues)
         raise invalid(rt, name, issues)
+    if rt.kind == c.TRAINJOB:
+        _confine_claims(rt, result.object)
     return result.object, list(result.warnings)
+
+
+def _confine_claims(rt: ResourceType, job: dict[str, Any]) -> None:
+    """``pvc://`` initializer sources (this control plane's own scheme) name a claim of the TrainJob's
+    namespace; the initializer copies the claim's directory, so ``..`` or another namespace would
+    copy someone else's data."""
+    initializer = (job.get("spec") or {}).get("initializer") or {}
+    issues = []
+    for step in ("dataset", "model"):
+        uri = (initializer.get(step) or {}).get("storageUri") if isinstance(initializer, dict) else None
+        why = pvc_problem(uri) if isinstance(uri, str) else None
+        if why is not None:
+            issues.append((f"spec.initializer.{step}.storageUri", why))
+    if issues:
+        raise invalid(rt, str((job.get("metadata") or {}).get("name", "")), issues)
 
 
 __all__ = ["admit_trainer_object", "install_default_runtimes", "stored_runtime", "webhook_denied"]

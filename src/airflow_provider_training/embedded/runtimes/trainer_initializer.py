@@ -20,6 +20,7 @@ reason, not a crash loop); if one reaches this program anyway it exits 2 with th
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -29,6 +30,27 @@ from airflow_provider_training.embedded.runtimes import storage_initializer
 DESTINATIONS = {"dataset": "/workspace/dataset", "model": "/workspace/model"}
 PVC_ROOT_ENV = "AIRFLOW_TRAINING_PVC_ROOT"  # <data dir>/volumes/pvc/<namespace>, set by the controller
 UNSUPPORTED = ("hf://", "s3://", "cache://")
+CLAIM_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")  # a PVC name: DNS-1123 subdomain
+
+
+def pvc_problem(uri: str) -> str | None:
+    """Why ``pvc://<claim>/<path>`` would reach outside a claim of the TrainJob's own namespace (None:
+    it stays inside). The claim is a name, not a path; the path is relative, without ``..``."""
+    if not uri.startswith("pvc://"):
+        return None
+    claim, _, inner = uri[len("pvc://") :].partition("/")
+    if not CLAIM_NAME.match(claim) or ".." in claim:
+        return (
+            f"Invalid value: {uri!r}: pvc://<claim>/<path> needs the name of a PersistentVolumeClaim in the "
+            "TrainJob's namespace (a DNS-1123 name, no '/', '..' or other namespace)"
+        )
+    parts = inner.split("/")
+    if inner.startswith("/") or any(part == ".." for part in parts) or "\0" in inner:
+        return (
+            f"Invalid value: {uri!r}: the path inside the claim must be relative and must not contain '..' "
+            "(pvc://<claim>/<relative path>)"
+        )
+    return None
 
 
 def unsupported(uri: str) -> str | None:
@@ -66,7 +88,15 @@ def initialize(kind: str, uri: str, destination: Path) -> int:
         if not root:
             print(f"{kind}-initializer: {uri}: {PVC_ROOT_ENV} is not set", file=sys.stderr, flush=True)
             return 2
-        source = Path(root) / claim / inner
+        why = pvc_problem(uri)
+        if why is not None:  # admission refuses these; a runtime's own STORAGE_URI is checked here
+            print(f"{kind}-initializer: {why}", file=sys.stderr, flush=True)
+            return 2
+        base = (Path(root) / claim).resolve()
+        source = (base / inner).resolve()
+        if not source.is_relative_to(base):  # a symlink inside the claim pointing out of it
+            print(f"{kind}-initializer: {uri}: resolves outside the claim {claim}", file=sys.stderr, flush=True)
+            return 2
     else:
         source = Path(uri[len("file://") :] if uri.startswith("file://") else uri)
     if not source.exists():
