@@ -25,8 +25,8 @@ MAX_INT32 = 2**31 - 1
 def validate_pod_update(rt: ResourceType, new: dict[str, Any], old: dict[str, Any]) -> None:
     """Raise kube-apiserver's 422 when ``new`` (defaulted) changes what a pod update may not."""
     name = new["metadata"]["name"]
-    spec = new.get("spec") if isinstance(new.get("spec"), dict) else {}
-    old_spec = old.get("spec") if isinstance(old.get("spec"), dict) else {}
+    spec: dict[str, Any] = new["spec"] if isinstance(new.get("spec"), dict) else {}
+    old_spec: dict[str, Any] = old["spec"] if isinstance(old.get("spec"), dict) else {}
     issue = _deadline_issue(spec.get("activeDeadlineSeconds"), old_spec.get("activeDeadlineSeconds"))
     if issue is not None:
         raise _invalid(rt, name, *issue)
