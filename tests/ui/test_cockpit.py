@@ -213,13 +213,15 @@ def test_failed_job_shows_the_failed_replica_in_red_and_history_compares_runs(co
         page.wait_for_selector('[data-testid="job-phase"]:text("Failed")', timeout=60_000)
         row = page.locator(f'[data-testid="replica-{worker}"]')
         assert row.get_attribute("data-failed") == "true"
-        assert row.evaluate("el => getComputedStyle(el).color") == RED
+        expect(row).to_have_css("color", RED)
         assert page.inner_text(f'[data-testid="failure-exit-{worker}"]') == "3"
         page.wait_for_function(
             f"document.querySelector('[data-testid=\"failure-log-{worker}\"]')?.textContent.includes('loss is NaN')"
         )
         log = page.locator(f'[data-testid="failure-log-{worker}"]')
-        assert log.evaluate("el => getComputedStyle(el).color") == RED
+        # to_have_css retries: the pane re-renders as the final log page arrives, and a node read
+        # while it is swapped out has no computed colour
+        expect(log).to_have_css("color", RED)
         page.screenshot(path=str(artifacts / "failed-job.png"), full_page=True)
 
         page.goto(f"{cockpit.base_url}/dags/{DAG_ID}/plugin/training-history")
