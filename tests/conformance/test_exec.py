@@ -6,6 +6,7 @@ WebSocket ``v5.channel.k8s.io`` protocol: streams, exit codes, TTY with resize, 
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import fcntl
 import hashlib
 import json
@@ -16,6 +17,9 @@ import struct
 import subprocess
 import sys
 import termios
+import threading
+import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -170,3 +174,130 @@ def test_exec_into_a_running_init_container(kubectl: Kubectl) -> None:
         if done.returncode == 0:
             break
     assert done.stdout == "init\n", done.stderr
+
+
+def _running(marker: str) -> list[int]:
+    """Processes whose command line holds ``marker``, but for the kubectl that sent it."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if marker.encode() in b" ".join(argv) and not argv[0].endswith(b"kubectl"):
+                found.append(int(entry.name))
+    return found
+
+
+def _sleeping(marker: str) -> list[str]:
+    """A command that sleeps and reads no input, found in ``/proc`` by ``marker``."""
+    return [sys.executable, "-c", "import time; time.sleep(1000)", marker]
+
+
+def _gone(marker: str, timeout: float = 10) -> bool:
+    deadline = time.monotonic() + timeout
+    while _running(marker):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_a_command_of_200_kb_is_answered(kubectl: Kubectl, sleeper: str) -> None:
+    # kube-apiserver reads 1 MiB of request line; WebSocket's parser stopped at 8 KiB (kubectl
+    # then fell back to SPDY and was refused)
+    done = kubectl("exec", "sleeper", "--", "sh", "-c", "echo $((${#1} + ${#2}))", "_", "a" * 100_000, "b" * 100_000)
+    assert done.stdout == "200000\n", done.stderr
+
+
+def test_an_argument_longer_than_execve_takes_is_refused(control_plane: Any, test_namespace: str, sleeper: str) -> None:
+    # kubectl cannot even start with such an argument (E2BIG): another WebSocket client can send it
+    import ssl
+    import urllib.parse
+
+    from websockets.exceptions import InvalidStatus
+    from websockets.sync.client import connect
+
+    query = urllib.parse.urlencode({"command": ["echo", "x" * 200_000], "stdout": "true"}, doseq=True)
+    url = control_plane.api_url.replace("https://", "wss://") + f"/api/v1/namespaces/{test_namespace}/pods/sleeper/exec"
+    tls = ssl.create_default_context(cafile=str(control_plane.ca))
+    with pytest.raises(InvalidStatus) as refused:
+        connect(
+            f"{url}?{query}",
+            ssl=tls,
+            subprotocols=["v5.channel.k8s.io"],  # type: ignore[list-item]
+            additional_headers={"Authorization": f"Bearer {control_plane.token}"},
+            max_size=None,
+        )
+    assert refused.value.response.status_code == 400
+    status = json.loads(refused.value.response.body)
+    assert status["reason"] == "BadRequest"
+    assert status["message"].startswith("command[1] is 200000 bytes: the node starts a command with execve")
+    assert "pass long input on stdin" in status["message"]
+
+
+def test_a_background_child_does_not_hold_the_stream_open(kubectl: Kubectl, sleeper: str) -> None:
+    marker = f"background-{uuid.uuid4().hex}"
+    child = f"{sys.executable} -c 'import time; time.sleep(1000)' {marker}"
+    started = time.monotonic()
+    done = kubectl("exec", "sleeper", "--", "sh", "-c", f"{child} & echo hi", timeout=20)
+    assert done.stdout == "hi\n" and done.returncode == 0
+    assert time.monotonic() - started < 10  # kubelet's exec ends when its command does
+    assert _gone(marker), "the background child outlived its exec"
+
+
+def test_a_command_whose_input_backs_up_goes_with_its_client(
+    kubectl_env: dict[str, str], test_namespace: str, sleeper: str
+) -> None:
+    marker = f"stalled-{uuid.uuid4().hex}"
+    client = subprocess.Popen(
+        [str(KUBECTL), "-n", test_namespace, "exec", "-i", "sleeper", "--", *_sleeping(marker)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=kubectl_env,
+    )
+    assert client.stdin is not None
+    feeder = threading.Thread(target=_feed, args=(client.stdin,), daemon=True)
+    feeder.start()
+    try:
+        deadline = time.monotonic() + 20
+        while not _running(marker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _running(marker), "the command never started"
+        time.sleep(1)  # the input backs up: the command reads none of it
+    finally:
+        client.kill()
+        client.wait()
+    assert _gone(marker, timeout=15), "the command outlived its client"
+
+
+def _feed(pipe: Any) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        for _ in range(64):
+            pipe.write(b"x" * (1 << 20))
+
+
+def test_an_exec_goes_with_its_pod(kubectl: Kubectl, kubectl_env: dict[str, str], test_namespace: str) -> None:
+    _create(kubectl, "doomed", terminationGracePeriodSeconds=1)
+    kubectl("wait", "--for=condition=Ready", "pod/doomed", timeout=90)
+    marker = f"doomed-{uuid.uuid4().hex}"
+    client = subprocess.Popen(
+        [str(KUBECTL), "-n", test_namespace, "exec", "doomed", "--", *_sleeping(marker)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=kubectl_env,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while not _running(marker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _running(marker), "the command never started"
+        kubectl("delete", "pod", "doomed", "--wait=true", timeout=60)
+        assert _gone(marker), "the exec'd process outlived its pod"
+        _, stderr = client.communicate(timeout=15)
+        assert client.returncode == 137, stderr
+    finally:
+        client.kill()
+        client.wait()

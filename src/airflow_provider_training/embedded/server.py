@@ -24,6 +24,7 @@ from typing import IO
 from urllib.parse import urlsplit
 
 import uvicorn
+import websockets.http11
 import yaml
 from fastapi import FastAPI
 
@@ -31,6 +32,7 @@ from airflow_provider_training.embedded import kubeconfig
 from airflow_provider_training.embedded.apiserver import create_app, operatorpod
 from airflow_provider_training.embedded.apiserver.context import ServerContext, Settings
 from airflow_provider_training.embedded.apiserver.crud import ensure_initial_namespaces
+from airflow_provider_training.embedded.apiserver.limits import MAX_REQUEST_LINE_BYTES
 from airflow_provider_training.embedded.apiserver.trainer import install_default_runtimes
 from airflow_provider_training.embedded.controllers import CONTROLLERS
 from airflow_provider_training.embedded.node.agent import NodeAgent
@@ -82,6 +84,7 @@ def settings_from_env() -> Settings:
     return Settings(
         bookmark_interval=float(os.environ.get("AIRFLOW_TRAINING_BOOKMARK_INTERVAL", "60")),
         log_poll_interval=float(os.environ.get("AIRFLOW_TRAINING_LOG_POLL_INTERVAL", "0.1")),
+        exec_probe_interval=float(os.environ.get("AIRFLOW_TRAINING_EXEC_PROBE_INTERVAL", "1")),
     )
 
 
@@ -137,6 +140,9 @@ def serve(home: Home, port: int | None = None) -> int:
         await asyncio.gather(*tasks, return_exceptions=True)
 
     app.router.lifespan_context = lifespan
+    # What WEBSOCKETS_MAX_LINE_LENGTH sets, read at each parse: the upgrade request of a long
+    # `kubectl exec` command is one long line (its default 8 KiB gave a 414, then kubectl's SPDY retry)
+    websockets.http11.MAX_LINE_LENGTH = MAX_REQUEST_LINE_BYTES
     config = uvicorn.Config(
         app,
         log_level="warning",

@@ -18,6 +18,10 @@ class Settings:
     # How often ``logs -f`` looks for new output and for the container's end.
     log_poll_interval: float = 0.1
     max_body_bytes: int = MAX_BODY_BYTES
+    # How often an exec whose command takes no more input checks that its client is still there.
+    exec_probe_interval: float = 1.0
+    # How long an exec's output is still sent after its command exited (and its tree was killed).
+    exec_drain_seconds: float = 1.0
 
 
 @dataclass

@@ -27,21 +27,24 @@ import shutil
 import struct
 import sys
 import termios
+from pathlib import Path
 from typing import Any
 
 from starlette.responses import Response
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from airflow_provider_training.embedded.apiserver import errors, operatorpod
-from airflow_provider_training.embedded.apiserver.context import ServerContext
+from airflow_provider_training.embedded.apiserver.context import ServerContext, Settings
 from airflow_provider_training.embedded.apiserver.http import error_response
-from airflow_provider_training.embedded.node import podexec  # stdlib-only: where a pod's container runs
+from airflow_provider_training.embedded.node import podexec, proctree  # stdlib-only: where a pod's container runs
 from airflow_provider_training.embedded.resources import PODS
 
 log = logging.getLogger(__name__)
 PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io")
 STDIN, STDOUT, STDERR, ERROR, RESIZE, CLOSE = 0, 1, 2, 3, 4, 255
 CHUNK = 64 * 1024
+# Linux's MAX_ARG_STRLEN (32 pages, with the terminating NUL): execve refuses a longer argument.
+MAX_ARGUMENT_BYTES = 32 * 4096 - 1
 
 
 def _entry() -> str:
@@ -63,6 +66,14 @@ def check(ctx: ServerContext, namespace: str, name: str, query: Any) -> tuple[di
     command = list(query.getlist("command"))
     if not command:
         raise errors.bad_request("you must specify at least one command for the container")
+    for i, argument in enumerate(command):
+        size = len(argument.encode("utf-8", "surrogateescape"))
+        if size > MAX_ARGUMENT_BYTES:
+            raise errors.bad_request(
+                f"command[{i}] is {size} bytes: the node starts a command with execve, which takes at most "
+                f"{MAX_ARGUMENT_BYTES} bytes per argument; pass long input on stdin instead "
+                "(kubectl exec -i POD -- sh -c 'cat > /tmp/script; sh /tmp/script' < script)"
+            )
     spec = pod.get("spec") or {}
     containers = [c.get("name") for c in spec.get("containers") or []]
     init = [c.get("name") for c in spec.get("initContainers") or []]
@@ -101,6 +112,7 @@ def plain_http(ctx: ServerContext, path: str, query: Any) -> errors.ApiError | N
 
 
 def _status(code: int, command: list[str]) -> dict[str, Any]:
+    code = 128 - code if code < 0 else code  # killed by signal N: 128+N, as kubelet reports it
     if code == 0:
         return {"metadata": {}, "status": "Success"}
     return {
@@ -143,11 +155,12 @@ async def serve(websocket: WebSocket, ctx: ServerContext, namespace: str, name: 
     else:
         argv = [sys.executable, "-I", "-S", _entry(), "exec", str(node_dir), namespace, "exec", name]
         argv, env = [*argv, "--container", container, "--", *command], None
+    found = podexec.find_pod(node_dir, namespace, name)
     await websocket.accept(subprotocol=protocol)
-    session = _Session(websocket, protocol, tty, stdin, command)
+    session = _Session(websocket, protocol, tty, stdin, command, ctx.settings)
     try:
-        await session.run(argv, env)
-    except (WebSocketDisconnect, RuntimeError, ConnectionError) as exc:  # the client went away
+        await session.run(argv, env, found[0] if found else None)
+    except (WebSocketDisconnect, RuntimeError, OSError) as exc:  # the client went away
         log.debug("exec in %s/%s ended early: %s", namespace, name, exc)
     finally:
         session.stop()
@@ -160,47 +173,87 @@ async def deny(websocket: WebSocket, response: Response) -> None:
         await websocket.close(code=1008)
 
 
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+def _start_failure(exc: OSError, command: list[str]) -> dict[str, Any]:
+    """What kubelet reports when the runtime cannot start the command (``E2BIG``, say)."""
+    return {
+        "metadata": {},
+        "status": "Failure",
+        "message": f"error executing command in container: failed to start {command[0]!r}: {exc.strerror}",
+        "reason": "InternalError",
+        "code": 500,
+    }
+
+
 class _Session:
-    def __init__(self, websocket: WebSocket, protocol: str, tty: bool, stdin: bool, command: list[str]) -> None:
+    def __init__(
+        self, websocket: WebSocket, protocol: str, tty: bool, stdin: bool, command: list[str], settings: Settings
+    ) -> None:
         self.ws, self.v5, self.tty, self.stdin, self.command = websocket, protocol.startswith("v5"), tty, stdin, command
+        self.settings = settings
         self.process: asyncio.subprocess.Process | None = None
         self.master: int | None = None
+        self.registered: Path | None = None
+        self.killed = False
         self.send_lock = asyncio.Lock()
 
     async def send(self, stream: int, data: bytes) -> None:
         async with self.send_lock:
             await self.ws.send_bytes(bytes([stream]) + data)
 
-    async def run(self, argv: list[str], env: dict[str, str] | None) -> None:
+    async def _spawn(self, argv: list[str], env: dict[str, str] | None) -> list[asyncio.Task[None]]:
         if self.tty:
             self.master, slave = os.openpty()
-            # a session of its own whose controlling terminal is the pty (util-linux's setsid; uvloop
-            # does not run preexec_fn hooks reliably)
-            self.process = await asyncio.create_subprocess_exec(
-                *_with_terminal(argv), stdin=slave, stdout=slave, stderr=slave, env=env
-            )
-            os.close(slave)
-            pumps = [asyncio.create_task(self._pump_pty())]
-        else:
-            self.process = await asyncio.create_subprocess_exec(
-                *argv,
-                stdin=asyncio.subprocess.PIPE if self.stdin else asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                start_new_session=True,
-                env=env,
-            )
-            assert self.process.stdout is not None and self.process.stderr is not None
-            pumps = [
-                asyncio.create_task(self._pump(self.process.stdout, STDOUT)),
-                asyncio.create_task(self._pump(self.process.stderr, STDERR)),
-            ]
+            os.set_blocking(self.master, False)  # a full terminal must not stall the event loop
+            try:
+                # a session of its own whose controlling terminal is the pty (util-linux's setsid;
+                # uvloop does not run preexec_fn hooks reliably)
+                self.process = await asyncio.create_subprocess_exec(
+                    *_with_terminal(argv), stdin=slave, stdout=slave, stderr=slave, env=env
+                )
+            finally:
+                os.close(slave)
+            return [asyncio.create_task(self._pump_pty())]
+        self.process = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.PIPE if self.stdin else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,  # its tree is one session: what `stop` kills
+            env=env,
+        )
+        assert self.process.stdout is not None and self.process.stderr is not None
+        return [
+            asyncio.create_task(self._pump(self.process.stdout, STDOUT)),
+            asyncio.create_task(self._pump(self.process.stderr, STDERR)),
+        ]
+
+    async def run(self, argv: list[str], env: dict[str, str] | None, pod_dir: Path | None) -> None:
+        try:
+            pumps = await self._spawn(argv, env)
+        except OSError as exc:
+            await self.send(ERROR, json.dumps(_start_failure(exc, self.command)).encode())
+            await self.ws.close(code=1000)
+            return
+        assert self.process is not None
+        if pod_dir is not None:
+            self.registered = podexec.register(pod_dir, self.process.pid)
         receiver = asyncio.create_task(self._receive())
         try:
-            await asyncio.gather(*pumps)
             code = await self.process.wait()
+            # The stream ends with the command, as kubelet's does: children it left in the
+            # background (holding its stdout and stderr) go with it, and what they wrote is sent.
+            await asyncio.to_thread(proctree.kill_tree, self.process.pid)
+            self.killed = True
+            await asyncio.wait(pumps, timeout=self.settings.exec_drain_seconds)
         finally:
             receiver.cancel()
+            for pump in pumps:
+                pump.cancel()
         await self.send(ERROR, json.dumps(_status(code, self.command)).encode())
         await self.ws.close(code=1000)
 
@@ -217,6 +270,8 @@ class _Session:
             assert self.master is not None
             try:
                 data = os.read(self.master, CHUNK)
+            except BlockingIOError:
+                return
             except OSError:  # EIO: every holder of the terminal is gone
                 data = b""
             if not data:
@@ -228,50 +283,80 @@ class _Session:
             await self.send(STDOUT, data)
 
     async def _receive(self) -> None:
-        assert self.process is not None
-        while True:
-            try:
+        try:
+            while True:
                 message = await self.ws.receive_bytes()
-            except (WebSocketDisconnect, RuntimeError, KeyError):
-                self.stop()  # the client is gone: so is its command
+                if message:
+                    await self._handle(message[0], message[1:])
+        except (WebSocketDisconnect, RuntimeError, KeyError, OSError):
+            self.stop()  # the client is gone: so is its command
+
+    async def _handle(self, stream: int, data: bytes) -> None:
+        if stream == STDIN and self.stdin:
+            await self._write(data)
+        elif stream == CLOSE and self.v5 and data[:1] == bytes([STDIN]):
+            await self._close_stdin()
+        elif stream == RESIZE and self.tty and self.master is not None:
+            with contextlib.suppress(ValueError, OSError, KeyError, TypeError):
+                size = json.loads(data)
+                winsize = struct.pack("HHHH", int(size["Height"]), int(size["Width"]), 0, 0)
+                fcntl.ioctl(self.master, termios.TIOCSWINSZ, winsize)
+
+    async def _until(self, pending: asyncio.Future[Any]) -> None:
+        """Wait for ``pending`` (the command taking its input) while checking that the client is
+        still there: no message is read meanwhile (that is the back-pressure), so a gone client
+        would go unseen; an empty stdout frame, which kubectl writes as nothing, fails once it is."""
+        while True:
+            done, _ = await asyncio.wait({pending}, timeout=self.settings.exec_probe_interval)
+            if done:
                 return
-            if not message:
-                continue
-            stream, data = message[0], message[1:]
-            if stream == STDIN and self.stdin:
-                await self._write(data)
-            elif stream == CLOSE and self.v5 and data[:1] == bytes([STDIN]):
-                self._close_stdin()
-            elif stream == RESIZE and self.tty and self.master is not None:
-                with contextlib.suppress(ValueError, OSError, KeyError, TypeError):
-                    size = json.loads(data)
-                    winsize = struct.pack("HHHH", int(size["Height"]), int(size["Width"]), 0, 0)
-                    fcntl.ioctl(self.master, termios.TIOCSWINSZ, winsize)
+            try:
+                await self.send(STDOUT, b"")
+            except BaseException:
+                pending.cancel()
+                raise
 
     async def _write(self, data: bytes) -> None:
         assert self.process is not None
         if self.tty and self.master is not None:
-            with contextlib.suppress(OSError):
-                os.write(self.master, data)
+            await self._write_terminal(memoryview(data))
             return
-        if self.process.stdin is not None and not self.process.stdin.is_closing():
+        stdin = self.process.stdin
+        if stdin is not None and not stdin.is_closing():
             with contextlib.suppress(ConnectionError):
-                self.process.stdin.write(data)
-                await self.process.stdin.drain()
+                stdin.write(data)
+                await self._until(asyncio.ensure_future(stdin.drain()))
 
-    def _close_stdin(self) -> None:
+    async def _write_terminal(self, data: memoryview) -> None:
+        loop = asyncio.get_running_loop()
+        while data and self.master is not None:
+            try:
+                data = data[os.write(self.master, data) :]
+            except BlockingIOError:
+                master, writable = self.master, loop.create_future()
+                loop.add_writer(master, _settle, writable)
+                try:
+                    await self._until(writable)
+                finally:
+                    with contextlib.suppress(OSError, ValueError):
+                        loop.remove_writer(master)
+            except OSError:
+                return
+
+    async def _close_stdin(self) -> None:
         assert self.process is not None
         if self.tty and self.master is not None:
-            with contextlib.suppress(OSError):
-                os.write(self.master, b"\x04")  # end of file, as a terminal gives it
+            await self._write_terminal(memoryview(b"\x04"))  # end of file, as a terminal gives it
         elif self.process.stdin is not None:
             self.process.stdin.close()
 
     def stop(self) -> None:
-        """The client went away: the command goes too (as with kubelet), and its terminal."""
-        if self.process is not None and self.process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.process.pid, 9)
+        """The stream ended: the command's tree goes too (as with kubelet), and its terminal."""
+        if self.process is not None and not self.killed:
+            self.killed = True
+            proctree.kill_tree(self.process.pid)
+        podexec.unregister(self.registered)
+        self.registered = None
         if self.master is not None:
             with contextlib.suppress(OSError, ValueError):
                 asyncio.get_running_loop().remove_reader(self.master)

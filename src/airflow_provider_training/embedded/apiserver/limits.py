@@ -20,6 +20,9 @@ from airflow_provider_training.embedded.apiserver.errors import ApiError, bad_re
 from airflow_provider_training.specs.loader import MAX_EXPANDED_NODES, MAX_NESTING, JobSpecError, parse_yaml
 
 MAX_INT64 = 2**63 - 1
+# kube-apiserver's HTTP server reads at most 1 MiB of request line and headers (MaxHeaderBytes), so a
+# query string (an exec's command) may be that long; WebSocket's parser would stop at 8 KiB.
+MAX_REQUEST_LINE_BYTES = 1 << 20
 # A watch longer than a day is cut by kube-apiserver's own limits too; clients re-watch.
 MAX_TIMEOUT_SECONDS = 24 * 3600
 _DIGITS = re.compile(r"[0-9]{1,19}")

@@ -43,7 +43,7 @@ from airflow_provider_training.embedded import podlogs, serviceaccount
 from airflow_provider_training.embedded import runtime as controller_runtime
 from airflow_provider_training.embedded.events import new_event, record_event, record_events
 from airflow_provider_training.embedded.network import LOCALHOST, Network, shared_network
-from airflow_provider_training.embedded.node import isolation, lifecycle, podspec, podstatus, rundir
+from airflow_provider_training.embedded.node import isolation, lifecycle, podexec, podspec, podstatus, rundir
 from airflow_provider_training.embedded.node.capacity import Capacity
 from airflow_provider_training.embedded.node.runtime import Runtime
 from airflow_provider_training.embedded.resources import BY_KEY, EVENTS, PODS
@@ -729,6 +729,7 @@ class NodeAgent:
 
     def _remove_pod_dirs(self, directory: Path) -> None:
         """A pod's runtime directory and its disk-backed emptyDir volumes."""
+        podexec.kill_registered(directory)  # a supervisor that died could not
         shutil.rmtree(directory, ignore_errors=True)
         shutil.rmtree(rundir.empty_dir(self.node_dir, directory.name), ignore_errors=True)
 

@@ -17,9 +17,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from airflow_provider_training.embedded.node import isolation
+from airflow_provider_training.embedded.node import isolation, proctree
 
 SPEC = "spec.json"
+# One file per exec'd process of the pod (its pid; its start time inside): what the pod's supervisor
+# kills when the pod ends, as a runtime kills an exec'd process with its container.
+EXECS = "execs"
 
 
 def find_pod(node_dir: Path, namespace: str, pod: str) -> tuple[Path, dict[str, Any]] | None:
@@ -32,6 +35,44 @@ def find_pod(node_dir: Path, namespace: str, pod: str) -> tuple[Path, dict[str, 
         if ours and not (spec_path.parent / "deleted").exists():
             return spec_path.parent, spec
     return None
+
+
+def register(pod_dir: Path, pid: int) -> Path | None:
+    """Record exec'd process ``pid`` (and its tree) as the pod's; None when the pod is ending."""
+    found = proctree.stat(pid)
+    entry = pod_dir / EXECS / str(pid)
+    try:
+        entry.parent.mkdir(exist_ok=True)
+        entry.write_text(str(found.starttime if found is not None else ""))
+    except OSError:  # the pod's directory is gone: so is the pod
+        proctree.kill_tree(pid)
+        return None
+    if (pod_dir / "deleted").exists():
+        kill_registered(pod_dir)  # it ended while this one started
+        return None
+    return entry
+
+
+def unregister(entry: Path | None) -> None:
+    if entry is not None:
+        entry.unlink(missing_ok=True)
+
+
+def kill_registered(pod_dir: Path) -> int:
+    """Kill every exec'd process tree of the pod (the pod ended). Returns how many were signalled."""
+    signalled = 0
+    try:
+        entries = list((pod_dir / EXECS).iterdir())
+    except OSError:
+        return 0
+    for entry in entries:
+        try:
+            pid, recorded = int(entry.name), entry.read_text().strip()
+        except (OSError, ValueError):
+            continue
+        signalled += proctree.kill_tree(pid, int(recorded) if recorded.isdigit() else None)
+        entry.unlink(missing_ok=True)
+    return signalled
 
 
 def direct(

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_training.embedded import podlogs
-from airflow_provider_training.embedded.node import isolation, memory, orphans
+from airflow_provider_training.embedded.node import isolation, memory, orphans, podexec
 
 SPEC = "spec.json"
 STATE = "state.json"
@@ -489,6 +489,8 @@ class Supervisor:
             self.stop_all()
             if not self.finished_pod():
                 self.advance()
+        # exec'd processes go with the pod's containers, as a runtime's go with the container's cgroup
+        podexec.kill_registered(self.dir)
         # Output still buffered by processes that outlived their container (rare): drain briefly.
         deadline = time.monotonic() + 0.2
         while self.writers and time.monotonic() < deadline:
