@@ -4,6 +4,8 @@ through ``kubexec.sh`` and the ``kubectl`` the node agent delivers; the ranks do
 from __future__ import annotations
 
 import sys
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -59,6 +61,117 @@ def test_mpirun_runs_an_allreduce_across_the_worker_pods(kube_api: Any, test_nam
         15,
         "cleanPodPolicy Running to remove the sleeping workers",
     )
+
+
+READ_PREPARED = (
+    "import os; print('prepared', open('/prepared/flag').read().strip(), os.environ['HOSTNAME'], flush=True)"
+)
+
+
+def test_mpirun_starts_once_the_workers_run(kube_api: Any, test_namespace: str) -> None:
+    """As upstream's kubectl-delivery, the launcher waits for the hostfile's pods to run: a rank
+    never starts in a worker whose init containers are still preparing it (under load, mpirun
+    reached workers the node had not started yet)."""
+    pytest.importorskip("mpi4py")
+    jobs = Jobs(kube_api, test_namespace)
+    prepare = {
+        "name": "prepare",
+        "image": "python:3.11",
+        "command": ["sh", "-c", "sleep 1; echo ready > /prepared/flag"],
+        "volumeMounts": [{"name": "prepared", "mountPath": "/prepared"}],
+    }
+    worker = {
+        "name": "mpi",
+        "image": "mpioperator/openmpi",
+        "volumeMounts": [{"name": "prepared", "mountPath": "/prepared"}],
+    }
+    launcher = {
+        "name": "mpi",
+        "image": "mpioperator/openmpi",
+        "command": ["mpirun", "-np", "2", sys.executable, "-c", READ_PREPARED],
+    }
+    worker_spec = {
+        "initContainers": [prepare],
+        "containers": [worker],
+        "volumes": [{"name": "prepared", "emptyDir": {}}],
+    }
+    jobs.create(
+        {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "MPIJob",
+            "metadata": {"name": "prepared"},
+            "spec": {
+                "slotsPerWorker": 1,
+                "runPolicy": {"cleanPodPolicy": "Running"},
+                "mpiReplicaSpecs": {
+                    "Launcher": {"replicas": 1, "template": {"spec": {"containers": [launcher]}}},
+                    "Worker": {"replicas": 2, "template": {"spec": worker_spec}},
+                },
+            },
+        }
+    )
+    jobs.wait("MPIJob", "prepared", "Succeeded", timeout=60)
+    lines = sorted(line for line in jobs.logs("prepared-launcher").splitlines() if line.startswith("prepared "))
+    assert lines == ["prepared ready prepared-worker-0", "prepared ready prepared-worker-1"], lines
+    delivery = jobs.core.read_namespaced_pod_log("prepared-launcher", test_namespace, container="kubectl-delivery")
+    assert "waiting for the pods of the hostfile to run" in delivery and "the pods of the hostfile run" in delivery
+
+
+@pytest.mark.parametrize(
+    ("daemon", "said"),
+    [
+        ("exec sleep 1000", "did not connect back to mpirun within 2 s (AIRFLOW_TRAINING_MPI_DAEMON_TIMEOUT)"),
+        ("exit 0", "exited with code 0 before it connected back to mpirun"),  # as a daemonized one that died
+    ],
+    ids=["hangs", "exits"],
+)
+def test_a_worker_daemon_that_never_calls_back_fails_the_job(
+    kube_api: Any, test_namespace: str, tmp_path: Path, daemon: str, said: str
+) -> None:
+    """mpirun waits for each orted's call back with no limit; the node's exec that started it does not."""
+    fake = tmp_path / "bin" / "orted"
+    fake.parent.mkdir()
+    fake.write_text(f"#!/bin/sh\n{daemon}\n")
+    fake.chmod(0o755)
+    jobs = Jobs(kube_api, test_namespace)
+    worker = {
+        "name": "mpi",
+        "image": "mpioperator/openmpi",
+        "env": [{"name": "PATH", "value": f"{fake.parent}:/usr/local/bin:/usr/bin:/bin"}],
+    }
+    launcher = {
+        "name": "mpi",
+        "image": "mpioperator/openmpi",
+        "command": ["mpirun", "-np", "1", sys.executable, "-c", "print('never')"],
+        "env": [{"name": "AIRFLOW_TRAINING_MPI_DAEMON_TIMEOUT", "value": "2"}],
+    }
+    jobs.create(
+        {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "MPIJob",
+            "metadata": {"name": "lost"},
+            "spec": {
+                "slotsPerWorker": 1,
+                "runPolicy": {"cleanPodPolicy": "Running"},
+                "mpiReplicaSpecs": {
+                    "Launcher": {"replicas": 1, "template": {"spec": {"containers": [launcher]}}},
+                    "Worker": {"replicas": 1, "template": {"spec": {"containers": [worker]}}},
+                },
+            },
+        }
+    )
+    started = time.monotonic()
+    done = jobs.wait("MPIJob", "lost", "Failed", timeout=30)
+    assert time.monotonic() - started < 25
+    assert conditions(done)[-1][:3] == ("Failed", "True", "MPIJobMPIJobFailed")  # (sic: upstream's reason)
+    log = jobs.logs("lost-launcher")
+    assert f"error: orted in pod {_worker_address(jobs)} {said}" in log, log
+    assert "ORTE was unable to reliably start one or more daemons" in log
+
+
+def _worker_address(jobs: Jobs) -> str:
+    config = jobs.core.read_namespaced_config_map("lost-config", jobs.namespace)
+    return str(config.data["hostfile"].split()[0])
 
 
 WATCH_HOSTS = """

@@ -60,6 +60,9 @@ LOCAL_PROCESS_ENV = {
     "OMPI_MCA_btl": "self,tcp",
     "OMPI_MCA_plm_rsh_no_tree_spawn": "1",
     "OMPI_MCA_orte_keep_fqdn_hostnames": "1",
+    # orted stays in the foreground of the exec that started it (no --daemonize), so the exec sees
+    # it die or hang and mpirun is told (node/orted.py); daemonized, mpirun waited forever
+    "OMPI_MCA_orte_leave_session_attached": "1",
 }
 # (sic: upstream's MPI controller spells its reason this way)
 TEMPLATE_RESTART_POLICY_REASON = "SettedPodTemplateRestartPolicy"

@@ -14,10 +14,11 @@ import json
 import os
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from airflow_provider_training.embedded.node import isolation, proctree
+from airflow_provider_training.embedded.node import isolation, orted, proctree
 
 SPEC = "spec.json"
 # One file per exec'd process of the pod (its pid; its start time inside): what the pod's supervisor
@@ -51,6 +52,23 @@ def register(pod_dir: Path, pid: int) -> Path | None:
         kill_registered(pod_dir)  # it ended while this one started
         return None
     return entry
+
+
+def _recorder(pod_dir: Path) -> Callable[[int], None] | None:
+    """``register`` for a process started after this one entered the pod's view."""
+    try:
+        (pod_dir / EXECS).mkdir(exist_ok=True)
+        directory = os.open(pod_dir / EXECS, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return None
+
+    def record(pid: int) -> None:
+        found = proctree.stat(pid)
+        fd = os.open(str(pid), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600, dir_fd=directory)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(str(found.starttime if found is not None else ""))
+
+    return record
 
 
 def unregister(entry: Path | None) -> None:
@@ -139,6 +157,8 @@ def main(argv: list[str]) -> int:
         print(f"error: container {container} not found in pod {pod}", file=sys.stderr)
         return 1
     env = dict(chosen.get("env") or {})
+    daemon = orted.hnp_address(command) is not None
+    record = _recorder(pod_dir) if daemon else None  # opened before the pod's view hides the node's files
     mounts = [isolation.Mount.from_dict(m) for m in chosen.get("mounts") or []]
     workdir = chosen.get("workdir")
     pid = _container_pid(pod_dir, chosen["name"])
@@ -150,6 +170,8 @@ def main(argv: list[str]) -> int:
         isolation.enter(str(rootfs), mounts, workdir)
     elif workdir:
         os.chdir(workdir)
+    if daemon:
+        return orted.run(command, env, pod, record)
     try:
         os.execvpe(command[0], command, env)
     except OSError as exc:

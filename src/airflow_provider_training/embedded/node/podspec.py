@@ -15,6 +15,7 @@ import base64
 import math
 import os
 import re
+import shlex
 import shutil
 from dataclasses import dataclass
 from decimal import Decimal
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_training.embedded import volumes as claims
-from airflow_provider_training.embedded.node import inclusterconfig, isolation, rundir
+from airflow_provider_training.embedded.node import inclusterconfig, isolation, orted, rundir
 from airflow_provider_training.embedded.node import paths as safe
 from airflow_provider_training.embedded.node.runtime import Runtime
 from airflow_provider_training.embedded.paths import Home
@@ -418,7 +419,10 @@ def build(
             # Done by the supervisor with no process (``builtin``): no command, environment or view,
             # and no memory cgroup for its 20Mi limit (joining one makes the kernel wait for an RCU
             # grace period while it holds back every fork and exit on the machine: ~20 ms a pod).
-            wait = resolution_wait(ctx.node_dir, container) if name == pytorch.INIT_CONTAINER_NAME else {}
+            if name == pytorch.INIT_CONTAINER_NAME:
+                wait = resolution_wait(ctx.node_dir, container)
+            else:
+                wait = workers_wait(ctx.node_dir, dirs.get(mpi.CONFIG_VOLUME), ctx.pod_ip)
             return {"name": name, "image": container.get("image", ""), "builtin": True, "waitFor": wait, "mounts": []}
         profile = ctx.runtime.profile(container.get("image"))
         env = profile.environment(ctx.runtime.base_path)
@@ -493,6 +497,26 @@ def resolution_wait(node_dir: Path, container: dict[str, Any]) -> dict[str, Any]
     }
 
 
+def workers_wait(node_dir: Path, config: Path | None, own_address: str) -> dict[str, Any]:
+    """What ``kubectl-delivery`` waits for, as upstream's does before the launcher's mpirun starts:
+    every pod of the hostfile running (their addresses published); without it, mpirun could exec
+    into a worker the node had not started yet."""
+    try:
+        lines = (config / mpi.HOSTFILE).read_text().splitlines() if config is not None else []
+    except OSError:
+        return {}
+    hosts = [line.split()[0] for line in lines if line.strip() and line.split()[0] != own_address]
+    if not hosts:
+        return {}
+    return {
+        "name": "the workers",
+        "paths": [str(endpoints_dir(node_dir) / host) for host in hosts],
+        "timeout": None,
+        "waiting": f"waiting for the pods of the hostfile to run: {', '.join(hosts)}",
+        "ready": "the pods of the hostfile run",
+    }
+
+
 def kubectl_target(container: dict[str, Any], dirs: dict[str, Path]) -> Path | None:
     """The directory of the volume a kubectl-delivery init container writes to (at ``TARGET_DIR``)."""
     env = {e.get("name"): e.get("value") for e in container.get("env") or [] if isinstance(e, dict)}
@@ -509,9 +533,12 @@ def deliver_kubectl(directory: Path, node_dir: Path, namespace: str) -> None:
     import sys
 
     entry = Path(__file__).with_name("entry.py")
+    # the node's default for how long an orted may take to call back; the launcher's env wins
+    default = os.environ.get(orted.TIMEOUT_ENV, "")
+    timeout = f': "${{{orted.TIMEOUT_ENV}:={shlex.quote(default)}}}"; export {orted.TIMEOUT_ENV}\n' if default else ""
     script = (
         "#!/bin/sh\n# kubectl exec for the embedded node (delivered by the node agent)\n"
-        f'exec "{sys.executable}" -I -S "{entry}" exec "{node_dir}" "{namespace}" "$@"\n'
+        f'{timeout}exec "{sys.executable}" -I -S "{entry}" exec "{node_dir}" "{namespace}" "$@"\n'
     )
     target = directory / "kubectl"
     target.write_text(script)

@@ -255,11 +255,13 @@ class Supervisor:
         at = now_rfc3339()
         c.started_once = True
         wait = c.spec.get("waitFor") or {}
-        self.builtin_log(c, f"waiting for {wait['name']} to resolve\n" if wait.get("name") else "done by the node\n")
-        if wait.get("path") and not os.path.exists(wait["path"]):
+        waiting = wait.get("waiting") or f"waiting for {wait.get('name')} to resolve"
+        self.builtin_log(c, f"{waiting}\n" if _wait_paths(wait) else "done by the node\n")
+        if not all(os.path.exists(path) for path in _wait_paths(wait)):
             c.state = {"running": {"startedAt": at}}
             c.started_mono = time.monotonic()
-            c.wait_until = c.started_mono + float(wait.get("timeout", 200.0))
+            limit = wait.get("timeout", 200.0)  # None: as long as it takes
+            c.wait_until = c.started_mono + float(limit) if limit is not None else float("inf")
             c.wait_poll = 0.002
             return
         self.finished(c, 0, "Completed", "", at, started=at)
@@ -284,9 +286,9 @@ class Supervisor:
                 continue
             wait = c.spec.get("waitFor") or {}
             started = c.started_at()
-            if os.path.exists(str(wait.get("path"))):
+            if all(os.path.exists(path) for path in _wait_paths(wait)):
                 c.wait_until = None
-                self.builtin_log(c, f"{wait.get('name')} resolves: its pod runs\n")
+                self.builtin_log(c, (wait.get("ready") or f"{wait.get('name')} resolves: its pod runs") + "\n")
                 self.finished(c, 0, "Completed", "", now_rfc3339(), started)
                 changed = True
             elif time.monotonic() >= c.wait_until:
@@ -504,6 +506,11 @@ class Supervisor:
 
     def _on_term(self, *_: Any) -> None:
         self.terminating = True
+
+
+def _wait_paths(wait: dict[str, Any]) -> list[str]:
+    """The files a built-in init container waits for (all of them)."""
+    return [str(p) for p in wait.get("paths") or ([wait["path"]] if wait.get("path") else [])]
 
 
 def main(pod_dir: str, view: isolation.View | None = None) -> int:
