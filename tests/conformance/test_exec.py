@@ -301,3 +301,47 @@ def test_an_exec_goes_with_its_pod(kubectl: Kubectl, kubectl_env: dict[str, str]
     finally:
         client.kill()
         client.wait()
+
+
+def test_a_command_over_1_mib_is_refused_with_the_limit(kubectl: Kubectl, sleeper: str) -> None:
+    # kubectl retries the refused WebSocket upgrade over SPDY: that answer is the one it prints
+    done = kubectl("exec", "sleeper", "--", "sh", "-c", "echo $#", *["x" * 100_000] * 11, check=False)
+    assert done.returncode == 1
+    assert "this API server reads URLs of at most 65535 bytes (1048576 for the WebSocket upgrade" in done.stderr
+    assert "pass its input on stdin" in done.stderr
+
+
+def test_long_commands_do_not_hold_up_other_clients(
+    kubectl_env: dict[str, str], test_namespace: str, sleeper: str, kube_api: Any
+) -> None:
+    """While 1 MB exec commands come in, another client's list of namespaces stays fast."""
+    from kubernetes import client
+
+    core = client.CoreV1Api(kube_api)
+    argv = [str(KUBECTL), "-n", test_namespace, "exec", "sleeper", "--", "sh", "-c", "echo $#"]
+    argv += ["x" * 100_000] * 10
+    stop = threading.Event()
+
+    def heavy() -> None:
+        while not stop.is_set():
+            done = subprocess.run(argv, env=kubectl_env, capture_output=True, text=True, timeout=60)
+            assert done.stdout == "9\n", done.stderr
+
+    worker = threading.Thread(target=heavy)
+    worker.start()
+    try:
+        time.sleep(0.3)
+        latencies = []
+        for _ in range(100):
+            started = time.perf_counter()
+            core.list_namespace()
+            latencies.append(time.perf_counter() - started)
+            time.sleep(0.01)
+    finally:
+        stop.set()
+        worker.join()
+    latencies.sort()
+    print(
+        f"list namespaces beside 1 MB exec commands: p50 {latencies[50] * 1000:.1f} ms, p99 {latencies[98] * 1000:.1f} ms"
+    )
+    assert latencies[98] < 0.2, f"p99 {latencies[98] * 1000:.0f} ms, median {latencies[50] * 1000:.0f} ms"

@@ -35,6 +35,7 @@ from airflow_provider_training.embedded.apiserver.crud import ensure_initial_nam
 from airflow_provider_training.embedded.apiserver.limits import MAX_REQUEST_LINE_BYTES
 from airflow_provider_training.embedded.apiserver.trainer import install_default_runtimes
 from airflow_provider_training.embedded.controllers import CONTROLLERS
+from airflow_provider_training.embedded.httpprotocol import HttpProtocol
 from airflow_provider_training.embedded.node.agent import NodeAgent
 from airflow_provider_training.embedded.paths import Home
 from airflow_provider_training.embedded.resources import INITIAL_NAMESPACES
@@ -150,7 +151,7 @@ def serve(home: Home, port: int | None = None) -> int:
         lifespan="on",
         timeout_graceful_shutdown=1,
         loop="uvloop",
-        http="httptools",
+        http=HttpProtocol,  # httptools, with a Status for a URL it cannot parse
         ssl_certfile=str(certificates.cert),
         ssl_keyfile=str(certificates.key),
     )
