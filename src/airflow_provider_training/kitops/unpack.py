@@ -173,18 +173,21 @@ def extract_layer(
             current = _raw_name(layer, raw_path)
             target = _safe_target(root, current)
             if not _exists(target, overwrite, ignore_existing):
-                _stage_file(staged, reader, target, _raw_mode(layer))  # type: ignore[arg-type]
+                raw = tarfile.TarInfo(current)
+                raw.mode = _raw_mode(layer)
+                mode = _data_filtered(raw, root, digest).mode
+                _stage_file(staged, reader, target, mode)  # type: ignore[arg-type]
         else:
             with _open_layer(reader, media_type) as tar:
                 for member in tar:
                     current = member.name
                     target = _safe_target(root, member.name)
-                    if member.isdir():
-                        staged.mkdir(target)
-                        os.chmod(target, (member.mode & 0o7777) | 0o700)
-                        continue
-                    if not member.isfile():
+                    if not (member.isdir() or member.isfile()):
                         raise UnsafePathError(f"refusing {member.name!r}: links and special files are not allowed")
+                    member = _data_filtered(member, root, digest)
+                    if member.isdir():
+                        staged.mkdir(target)  # data_filter keeps no directory mode: the umask's applies
+                        continue
                     if _exists(target, overwrite, ignore_existing):
                         continue
                     src = tar.extractfile(member)
@@ -218,6 +221,15 @@ def extract_layer(
         staged.discard()
         raise
     return staged.commit()
+
+
+def _data_filtered(member: tarfile.TarInfo, root: Path, digest: str) -> tarfile.TarInfo:
+    """The entry as PEP 706's ``data`` filter passes it: no setuid/setgid/sticky bits, no group or
+    other write, owner read/write; raw layers get the same rules as tar entries."""
+    try:
+        return tarfile.data_filter(member, str(root))
+    except tarfile.FilterError as exc:
+        raise UnsafePathError(f"refusing {member.name!r} in layer {digest}: {exc}") from None
 
 
 def _raw_name(layer: dict[str, Any], fallback: str | None) -> str:
