@@ -162,3 +162,42 @@ def test_setuid_and_world_writable_bits_are_dropped_as_the_data_filter_does(laye
         extract_layer(io.BytesIO(b"#!/bin/sh\n"), layer, out, False, False)
     mode = stat.S_IMODE((out / "model/run.sh").stat().st_mode)
     assert oct(mode) == oct(0o755)
+
+
+def _tar_of(path: Path, entries: list[tuple[str, bytes]]) -> Path:
+    import io
+    import tarfile
+
+    with tarfile.open(path, "w") as tar:
+        for name, data in entries:
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def test_duplicate_entries_are_last_wins(tmp_path):
+    from airflow_provider_training.kitops.unpack import extract_layer
+
+    out = tmp_path / "out"
+    out.mkdir()
+    blob = _tar_of(tmp_path / "l.tar", [("model/a.txt", b"first"), ("model/a.txt", b"second")])
+    with open(blob, "rb") as fh:
+        assert extract_layer(fh, "application/vnd.kitops.modelkit.model.v1.tar", out, False, False) == 1
+    assert (out / "model/a.txt").read_text() == "second"
+    assert _no_temp_files(out)
+
+
+def test_a_file_followed_by_file_slash_child_is_refused_whole(tmp_path):
+    from airflow_provider_training.kitops.unpack import extract_layer
+
+    out = make_tree(tmp_path / "out", {"mine.txt": "keep"})
+    before = _snapshot(out)
+    blob = _tar_of(tmp_path / "l.tar", [("model/ok.txt", b"x"), ("model/w", b"file"), ("model/w/child", b"y")])
+    layer = {"mediaType": "application/vnd.kitops.modelkit.model.v1.tar", "digest": "sha256:" + "0" * 64}
+    with open(blob, "rb") as fh, pytest.raises(UnpackError) as err:
+        extract_layer(fh, layer, out, False, False)
+    message = str(err.value)
+    assert layer["digest"] in message and "'model/w/child'" in message and "\n" not in message
+    assert _snapshot(out) == before and _no_temp_files(out)
+    assert not (out / "model").exists()

@@ -101,6 +101,25 @@ class _Staged:
 
     files: list[tuple[Path, Path]] = field(default_factory=list)  # (temp, target)
     new_dirs: list[Path] = field(default_factory=list)
+    kinds: dict[str, str] = field(default_factory=dict)  # entry name -> "file" / "dir", to find conflicts
+
+    def claim(self, name: str, kind: str, digest: str) -> None:
+        """Plain duplicates are last-wins (as tar and kit); a name that is a file and a directory at
+        once cannot be unpacked, so the layer is refused before anything is renamed."""
+        norm = posixpath.normpath(name)
+        parts = norm.split("/")
+        for i in range(1, len(parts)):
+            parent = "/".join(parts[:i])
+            if self.kinds.get(parent) == "file":
+                raise UnpackError(
+                    f"layer {digest} has {name!r} under {parent!r}, which it also holds as a file; "
+                    "nothing from it was written — repack the ModelKit"
+                )
+        if self.kinds.setdefault(norm, kind) != kind:
+            raise UnpackError(
+                f"layer {digest} holds {name!r} both as a file and as a directory; "
+                "nothing from it was written — repack the ModelKit"
+            )
 
     def mkdir(self, path: Path) -> None:
         missing = []
@@ -127,7 +146,8 @@ class _Staged:
 def _stage_file(staged: _Staged, src: IO[bytes], target: Path, mode: int) -> None:
     staged.mkdir(target.parent)
     tmp = target.with_name(f".{target.name}{TEMP_SUFFIX}")
-    staged.files.append((tmp, target))
+    if (tmp, target) not in staged.files:  # a duplicate entry overwrites the temp file: last wins
+        staged.files.append((tmp, target))
     with open(tmp, "wb") as out:
         shutil.copyfileobj(src, out, 1 << 20)
     os.chmod(tmp, mode & 0o7777)
@@ -185,6 +205,12 @@ def extract_layer(
                     if not (member.isdir() or member.isfile()):
                         raise UnsafePathError(f"refusing {member.name!r}: links and special files are not allowed")
                     member = _data_filtered(member, root, digest)
+                    staged.claim(member.name, "dir" if member.isdir() else "file", digest)
+                    if member.isfile() and target.is_dir() and not target.is_symlink():
+                        raise UnpackError(
+                            f"cannot unpack {member.name!r} of layer {digest}: {target} is a directory; "
+                            "nothing from this layer was written — move it aside"
+                        )
                     if member.isdir():
                         staged.mkdir(target)  # data_filter keeps no directory mode: the umask's applies
                         continue
