@@ -65,3 +65,19 @@ def test_reads_stdin() -> None:
     result = _run("-f", "-", stdin=yaml.safe_dump(minimal("JAXJob")))
     assert result.returncode == 0
     assert "JAXJob job1: valid" in result.stdout
+
+
+def test_a_file_with_no_documents_is_an_error_naming_it(tmp_path: Path) -> None:
+    for text in ("", "---\n", "---\n---\n"):
+        path = tmp_path / "empty.yaml"
+        path.write_text(text)
+        for command in ("validate", "migrate"):
+            proc = subprocess.run(
+                [sys.executable, "-m", "airflow_provider_training.cli", command, "-f", str(path)],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+            )
+            assert proc.returncode == 1, (command, text, proc.stdout, proc.stderr)
+            assert f"{path}: no documents" in proc.stderr
