@@ -81,3 +81,12 @@ def test_a_file_with_no_documents_is_an_error_naming_it(tmp_path: Path) -> None:
             )
             assert proc.returncode == 1, (command, text, proc.stdout, proc.stderr)
             assert f"{path}: no documents" in proc.stderr
+
+
+def test_a_recursive_alias_is_named_with_its_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "loop.yaml"
+    path.write_text("apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nspec:\n  a: &a [*a]\n")
+    proc = _run("-f", str(path))
+    assert proc.returncode == 1
+    assert str(path) in proc.stdout and "line 4: recursive alias" in proc.stdout
+    assert "Unsupported value" not in proc.stdout

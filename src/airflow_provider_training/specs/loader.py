@@ -75,9 +75,11 @@ def _expanded_size(node: yaml.Node, memo: dict[int, int], depth: int) -> int:
     if depth > MAX_NESTING:
         raise _TooDeep
     key = id(node)
+    if memo.get(key) == _IN_PROGRESS:
+        raise _Recursive(node)  # an alias inside its own anchor: no JSON document can hold it
     if key in memo:
         return memo[key]
-    memo[key] = 1  # a recursive alias counts once; it cannot become a JSON document anyway
+    memo[key] = _IN_PROGRESS
     size = 1
     if isinstance(node, yaml.SequenceNode):
         size += sum(_expanded_size(child, memo, depth + 1) for child in node.value)
@@ -89,6 +91,15 @@ def _expanded_size(node: yaml.Node, memo: dict[int, int], depth: int) -> int:
 
 class _TooDeep(Exception):
     pass
+
+
+_IN_PROGRESS = -1
+
+
+class _Recursive(Exception):
+    def __init__(self, node: yaml.Node) -> None:
+        super().__init__(f"line {node.start_mark.line + 1}")
+        self.line = node.start_mark.line + 1
 
 
 def parse_yaml(text: str, source: str = "<string>") -> list[Document]:
@@ -115,6 +126,10 @@ def parse_yaml(text: str, source: str = "<string>") -> list[Document]:
             size = _expanded_size(node, {}, 0)
         except _TooDeep:
             raise JobSpecError(name, [Issue("", f"document nests deeper than {MAX_NESTING} levels")]) from None
+        except _Recursive as exc:
+            raise JobSpecError(
+                name, [Issue("", f"line {exc.line}: recursive alias (an anchor that contains itself); expand it")]
+            ) from None
         if size > MAX_EXPANDED_NODES:
             raise JobSpecError(
                 name,
