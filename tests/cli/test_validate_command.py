@@ -90,3 +90,16 @@ def test_a_recursive_alias_is_named_with_its_file_and_line(tmp_path: Path) -> No
     assert proc.returncode == 1
     assert str(path) in proc.stdout and "line 4: recursive alias" in proc.stdout
     assert "Unsupported value" not in proc.stdout
+
+
+def test_documents_per_file_are_capped_and_refused_fast(tmp_path: Path) -> None:
+    import time
+
+    path = tmp_path / "many.yaml"
+    path.write_text("---\n" * 500_000)
+    started = time.monotonic()
+    proc = _run("-f", str(path))
+    elapsed = time.monotonic() - started
+    assert proc.returncode == 1
+    assert f"{path}" in proc.stdout + proc.stderr and "more than 10000 YAML documents" in proc.stdout + proc.stderr
+    assert elapsed < 15, elapsed

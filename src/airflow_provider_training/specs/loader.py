@@ -26,6 +26,9 @@ from airflow_provider_training.specs.schema import type_name as _type_name
 MAX_DOCUMENT_BYTES = 3 * 1024 * 1024  # the API server's request-body limit
 MAX_EXPANDED_NODES = 200_000
 MAX_NESTING = 64
+# documents per file or stream: far more jobs than a DAG repo holds, few enough to refuse a stream of
+# empty documents in well under a second
+MAX_DOCUMENTS = 10_000
 
 Source = Mapping[str, Any] | str | os.PathLike[str] | TrainingJob
 
@@ -110,7 +113,15 @@ def parse_yaml(text: str, source: str = "<string>") -> list[Document]:
             [Issue("", f"is larger than {MAX_DOCUMENT_BYTES // (1024 * 1024)} MiB, the Kubernetes request limit")],
         )
     try:
-        nodes = list(yaml.compose_all(text, Loader=_Loader))
+        limit = int(os.environ.get("AIRFLOW_TRAINING_MAX_DOCUMENTS", MAX_DOCUMENTS))
+        nodes = []
+        for node in yaml.compose_all(text, Loader=_Loader):
+            nodes.append(node)
+            if len(nodes) > limit:
+                raise JobSpecError(
+                    source,
+                    [Issue("", f"holds more than {limit} YAML documents; split it (AIRFLOW_TRAINING_MAX_DOCUMENTS)")],
+                )
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
