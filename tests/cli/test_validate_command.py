@@ -65,3 +65,41 @@ def test_reads_stdin() -> None:
     result = _run("-f", "-", stdin=yaml.safe_dump(minimal("JAXJob")))
     assert result.returncode == 0
     assert "JAXJob job1: valid" in result.stdout
+
+
+def test_a_file_with_no_documents_is_an_error_naming_it(tmp_path: Path) -> None:
+    for text in ("", "---\n", "---\n---\n"):
+        path = tmp_path / "empty.yaml"
+        path.write_text(text)
+        for command in ("validate", "migrate"):
+            proc = subprocess.run(
+                [sys.executable, "-m", "airflow_provider_training.cli", command, "-f", str(path)],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+            )
+            assert proc.returncode == 1, (command, text, proc.stdout, proc.stderr)
+            assert f"{path}: no documents" in proc.stderr
+
+
+def test_a_recursive_alias_is_named_with_its_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "loop.yaml"
+    path.write_text("apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nspec:\n  a: &a [*a]\n")
+    proc = _run("-f", str(path))
+    assert proc.returncode == 1
+    assert str(path) in proc.stdout and "line 4: recursive alias" in proc.stdout
+    assert "Unsupported value" not in proc.stdout
+
+
+def test_documents_per_file_are_capped_and_refused_fast(tmp_path: Path) -> None:
+    import time
+
+    path = tmp_path / "many.yaml"
+    path.write_text("---\n" * 500_000)
+    started = time.monotonic()
+    proc = _run("-f", str(path))
+    elapsed = time.monotonic() - started
+    assert proc.returncode == 1
+    assert f"{path}" in proc.stdout + proc.stderr and "more than 10000 YAML documents" in proc.stdout + proc.stderr
+    assert elapsed < 15, elapsed

@@ -124,3 +124,107 @@ def test_still_serving_after_bad_input(http: httpx.Client) -> None:
     http.post(JOBS, content=b"\xff\xfe", headers={"Content-Type": "application/json"})
     assert http.get("/api/v1/namespaces/default").json()["metadata"]["name"] == "default"
     assert http.get("/readyz").text == "ok"
+
+
+CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "go_type"),
+    [
+        ({"gracePeriodSeconds": "x"}, "gracePeriodSeconds", "int64"),
+        ({"propagationPolicy": 5}, "propagationPolicy", "string"),
+        ({"dryRun": "All"}, "dryRun", "[]string"),
+        ({"preconditions": {"uid": 7}}, "Preconditions.preconditions.uid", "string"),
+    ],
+)
+def test_delete_options_of_the_wrong_type_are_a_400_and_nothing_is_deleted(
+    http: httpx.Client, body: dict[str, Any], field: str, go_type: str
+) -> None:
+    name = f"del-{field.replace('.', '-').lower()}"
+    http.post(CONFIGMAPS, json={"metadata": {"name": name}, "data": {"k": "v"}}).raise_for_status()
+    try:
+        response = http.request("DELETE", f"{CONFIGMAPS}/{name}", json=body)
+        status = _status(response, 400, "BadRequest")
+        assert status["message"].startswith('DeleteOptions in version "v1" cannot be handled as a DeleteOptions: ')
+        struct = field if "." in field else f"DeleteOptions.{field}"
+        assert f"Go struct field {struct} of type {go_type}" in status["message"]
+        assert http.get(f"{CONFIGMAPS}/{name}").status_code == 200
+    finally:
+        http.delete(f"{CONFIGMAPS}/{name}")
+
+
+def test_delete_options_that_are_not_an_object_are_a_400(http: httpx.Client) -> None:
+    status = _status(http.request("DELETE", f"{CONFIGMAPS}/whatever", json=[1]), 400, "BadRequest")
+    assert "cannot unmarshal array into Go value of type DeleteOptions" in status["message"]
+
+
+def _pb(number: int, payload: bytes) -> bytes:
+    """One length-delimited protobuf field, written by hand so the test does not trust the server's codec."""
+    size, length = len(payload), b""
+    while True:
+        byte, size = size & 0x7F, size >> 7
+        length += bytes([byte | (0x80 if size else 0)])
+        if not size:
+            break
+    return bytes([number << 3 | 2]) + length + payload
+
+
+def _pb_entry(number: int, key: bytes, value: bytes) -> bytes:
+    return _pb(number, _pb(1, key) + _pb(2, value))
+
+
+def _kubectl_body(kind: bytes, obj: bytes) -> bytes:
+    return b"k8s\x00" + _pb(1, _pb(1, b"v1") + _pb(2, kind)) + _pb(2, obj)
+
+
+BAD = b"\xc3("  # a UTF-8 lead byte followed by one that cannot continue it
+
+
+@pytest.mark.parametrize(
+    ("kind", "meta", "rest", "field"),
+    [
+        (b"ConfigMap", b"", _pb_entry(2, BAD, b"v"), "data"),
+        (b"ConfigMap", b"", _pb_entry(2, b"key", BAD), "data[key]"),
+        (b"ConfigMap", _pb_entry(11, BAD, b"v"), b"", "metadata.labels"),
+        (b"ConfigMap", _pb_entry(12, b"note", BAD), b"", "metadata.annotations[note]"),
+        (b"ConfigMap", _pb(14, BAD), b"", "metadata.finalizers[0]"),
+        (b"Secret", b"", _pb_entry(4, b"password", BAD), "stringData[password]"),
+        (b"Secret", b"", _pb(3, BAD), "type"),
+    ],
+)
+def test_protobuf_strings_that_are_not_utf8_are_a_400_and_not_stored(
+    http: httpx.Client, control_plane: ControlPlane, kind: bytes, meta: bytes, rest: bytes, field: str
+) -> None:
+    name = f"pb-utf8-{field.split('[')[0].replace('.', '-').lower()}-{kind.decode().lower()}"
+    body = _kubectl_body(kind, _pb(1, _pb(1, name.encode()) + meta) + rest)
+    plural = f"{kind.decode().lower()}s"
+    log = control_plane.home / "daemon.log"
+    seen = log.stat().st_size
+    response = http.post(
+        f"/api/v1/namespaces/default/{plural}",
+        content=body,
+        headers={"Content-Type": "application/vnd.kubernetes.protobuf"},
+    )
+    status = _status(response, 400, "BadRequest")
+    expected = f'{kind.decode()} in version "v1" cannot be handled as a {kind.decode()}: '
+    assert status["message"].startswith(expected), status["message"]
+    assert f"{field} " in status["message"] and "invalid UTF-8" in status["message"]
+    assert http.get(f"/api/v1/namespaces/default/{plural}/{name}").status_code == 404
+    with open(log, "rb") as fh:
+        fh.seek(seen)
+        assert b"Traceback" not in fh.read()
+
+
+def test_protobuf_binary_secret_data_is_still_taken(http: httpx.Client) -> None:
+    body = _kubectl_body(b"Secret", _pb(1, _pb(1, b"pb-binary")) + _pb_entry(2, b"blob", BAD))
+    response = http.post(
+        "/api/v1/namespaces/default/secrets",
+        content=body,
+        headers={"Content-Type": "application/vnd.kubernetes.protobuf"},
+    )
+    try:
+        assert response.status_code == 201, response.text
+        assert response.json()["data"]["blob"] == "wyg="  # base64 of the two bytes, as kube-apiserver stores them
+    finally:
+        http.delete("/api/v1/namespaces/default/secrets/pb-binary")

@@ -122,3 +122,82 @@ def test_full_disk_names_layer_and_file_and_cleans_up(tiny_disk, store, tmp_path
     # the disk is usable again: a filtered unpack of the docs fits
     assert unpack(store, REF, out, filters=["docs"]).files == 1
     assert (out / "model/a-small.json").read_text() == "USER"
+
+
+def _tar_with(path: Path, name: str, mode: int, data: bytes = b"#!/bin/sh\n") -> Path:
+    import io
+    import tarfile
+
+    with tarfile.open(path, "w") as tar:
+        info = tarfile.TarInfo(name)
+        info.size, info.mode, info.uid, info.uname = len(data), mode, 0, "root"
+        tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+@pytest.mark.parametrize("layer_format", ["tar", "raw"])
+def test_setuid_and_world_writable_bits_are_dropped_as_the_data_filter_does(layer_format, store, model_dir, tmp_path):
+    """A -rwsrwsrwx file in an untrusted ModelKit unpacks as -rwxr-xr-x (tarfile.data_filter)."""
+    import stat
+
+    from airflow_provider_training.kitops.unpack import extract_layer
+
+    out = tmp_path / "out"
+    out.mkdir()
+    if layer_format == "tar":
+        blob = _tar_with(tmp_path / "layer.tar", "model/run.sh", 0o7777)
+        with open(blob, "rb") as fh:
+            extract_layer(fh, "application/vnd.kitops.modelkit.model.v1.tar", out, False, False)
+    else:
+        import io
+        import json
+
+        layer = {
+            "mediaType": "application/vnd.cncf.model.weight.v1.raw",
+            "annotations": {
+                "org.cncf.model.filepath": "model/run.sh",
+                "org.cncf.model.file.metadata+json": json.dumps({"mode": 0o7777}),
+            },
+        }
+        extract_layer(io.BytesIO(b"#!/bin/sh\n"), layer, out, False, False)
+    mode = stat.S_IMODE((out / "model/run.sh").stat().st_mode)
+    assert oct(mode) == oct(0o755)
+
+
+def _tar_of(path: Path, entries: list[tuple[str, bytes]]) -> Path:
+    import io
+    import tarfile
+
+    with tarfile.open(path, "w") as tar:
+        for name, data in entries:
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def test_duplicate_entries_are_last_wins(tmp_path):
+    from airflow_provider_training.kitops.unpack import extract_layer
+
+    out = tmp_path / "out"
+    out.mkdir()
+    blob = _tar_of(tmp_path / "l.tar", [("model/a.txt", b"first"), ("model/a.txt", b"second")])
+    with open(blob, "rb") as fh:
+        assert extract_layer(fh, "application/vnd.kitops.modelkit.model.v1.tar", out, False, False) == 1
+    assert (out / "model/a.txt").read_text() == "second"
+    assert _no_temp_files(out)
+
+
+def test_a_file_followed_by_file_slash_child_is_refused_whole(tmp_path):
+    from airflow_provider_training.kitops.unpack import extract_layer
+
+    out = make_tree(tmp_path / "out", {"mine.txt": "keep"})
+    before = _snapshot(out)
+    blob = _tar_of(tmp_path / "l.tar", [("model/ok.txt", b"x"), ("model/w", b"file"), ("model/w/child", b"y")])
+    layer = {"mediaType": "application/vnd.kitops.modelkit.model.v1.tar", "digest": "sha256:" + "0" * 64}
+    with open(blob, "rb") as fh, pytest.raises(UnpackError) as err:
+        extract_layer(fh, layer, out, False, False)
+    message = str(err.value)
+    assert layer["digest"] in message and "'model/w/child'" in message and "\n" not in message
+    assert _snapshot(out) == before and _no_temp_files(out)
+    assert not (out / "model").exists()

@@ -24,3 +24,9 @@ def add_filename_option(parser: argparse.ArgumentParser) -> None:
 def source(name: str) -> str | Path:
     """What ``-f name`` names: the text of stdin for ``-``, else the file's path."""
     return sys.stdin.read() if name == "-" else Path(name)
+
+
+def no_documents(name: str) -> str:
+    """The error for a file with nothing to check (empty, or only ``---``): exit 0 would read as "valid"."""
+    shown = "<stdin>" if name == "-" else name
+    return f"error: {shown}: no documents (the file is empty or holds only '---'); give it at least one object"

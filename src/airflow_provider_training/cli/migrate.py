@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from airflow_provider_training.cli.files import add_filename_option, source
+from airflow_provider_training.cli.files import add_filename_option, no_documents, source
 
 
 def register(subparsers: Any) -> None:
@@ -45,6 +45,9 @@ def run(args: argparse.Namespace) -> int:
             print(str(exc), file=sys.stderr)
             failed += 1
             continue
+        if not documents:
+            print(no_documents(name), file=sys.stderr)
+            failed += 1
         for doc in documents:
             if doc.data.get("kind") not in KINDS:
                 print(f"{doc.source}: {doc.data.get('kind')} is not a v1 training job; skipped", file=sys.stderr)

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from airflow_provider_training.cli.files import add_filename_option, source
+from airflow_provider_training.cli.files import add_filename_option, no_documents, source
 
 
 def register(subparsers: Any) -> None:
@@ -34,6 +34,9 @@ def run(args: argparse.Namespace) -> int:
     invalid = 0
     for name in args.files:
         reports = validate(source(name), strict=args.strict)
+        if not reports:
+            print(no_documents(name), file=sys.stderr)
+            invalid += 1
         for report in reports:
             for line in report.lines():
                 print(line)

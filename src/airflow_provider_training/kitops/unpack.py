@@ -101,6 +101,25 @@ class _Staged:
 
     files: list[tuple[Path, Path]] = field(default_factory=list)  # (temp, target)
     new_dirs: list[Path] = field(default_factory=list)
+    kinds: dict[str, str] = field(default_factory=dict)  # entry name -> "file" / "dir", to find conflicts
+
+    def claim(self, name: str, kind: str, digest: str) -> None:
+        """Plain duplicates are last-wins (as tar and kit); a name that is a file and a directory at
+        once cannot be unpacked, so the layer is refused before anything is renamed."""
+        norm = posixpath.normpath(name)
+        parts = norm.split("/")
+        for i in range(1, len(parts)):
+            parent = "/".join(parts[:i])
+            if self.kinds.get(parent) == "file":
+                raise UnpackError(
+                    f"layer {digest} has {name!r} under {parent!r}, which it also holds as a file; "
+                    "nothing from it was written — repack the ModelKit"
+                )
+        if self.kinds.setdefault(norm, kind) != kind:
+            raise UnpackError(
+                f"layer {digest} holds {name!r} both as a file and as a directory; "
+                "nothing from it was written — repack the ModelKit"
+            )
 
     def mkdir(self, path: Path) -> None:
         missing = []
@@ -127,7 +146,8 @@ class _Staged:
 def _stage_file(staged: _Staged, src: IO[bytes], target: Path, mode: int) -> None:
     staged.mkdir(target.parent)
     tmp = target.with_name(f".{target.name}{TEMP_SUFFIX}")
-    staged.files.append((tmp, target))
+    if (tmp, target) not in staged.files:  # a duplicate entry overwrites the temp file: last wins
+        staged.files.append((tmp, target))
     with open(tmp, "wb") as out:
         shutil.copyfileobj(src, out, 1 << 20)
     os.chmod(tmp, mode & 0o7777)
@@ -173,18 +193,27 @@ def extract_layer(
             current = _raw_name(layer, raw_path)
             target = _safe_target(root, current)
             if not _exists(target, overwrite, ignore_existing):
-                _stage_file(staged, reader, target, _raw_mode(layer))  # type: ignore[arg-type]
+                raw = tarfile.TarInfo(current)
+                raw.mode = _raw_mode(layer)
+                mode = _data_filtered(raw, root, digest).mode
+                _stage_file(staged, reader, target, mode)  # type: ignore[arg-type]
         else:
             with _open_layer(reader, media_type) as tar:
                 for member in tar:
                     current = member.name
                     target = _safe_target(root, member.name)
-                    if member.isdir():
-                        staged.mkdir(target)
-                        os.chmod(target, (member.mode & 0o7777) | 0o700)
-                        continue
-                    if not member.isfile():
+                    if not (member.isdir() or member.isfile()):
                         raise UnsafePathError(f"refusing {member.name!r}: links and special files are not allowed")
+                    member = _data_filtered(member, root, digest)
+                    staged.claim(member.name, "dir" if member.isdir() else "file", digest)
+                    if member.isfile() and target.is_dir() and not target.is_symlink():
+                        raise UnpackError(
+                            f"cannot unpack {member.name!r} of layer {digest}: {target} is a directory; "
+                            "nothing from this layer was written — move it aside"
+                        )
+                    if member.isdir():
+                        staged.mkdir(target)  # data_filter keeps no directory mode: the umask's applies
+                        continue
                     if _exists(target, overwrite, ignore_existing):
                         continue
                     src = tar.extractfile(member)
@@ -218,6 +247,15 @@ def extract_layer(
         staged.discard()
         raise
     return staged.commit()
+
+
+def _data_filtered(member: tarfile.TarInfo, root: Path, digest: str) -> tarfile.TarInfo:
+    """The entry as PEP 706's ``data`` filter passes it: no setuid/setgid/sticky bits, no group or
+    other write, owner read/write; raw layers get the same rules as tar entries."""
+    try:
+        return tarfile.data_filter(member, str(root))
+    except tarfile.FilterError as exc:
+        raise UnsafePathError(f"refusing {member.name!r} in layer {digest}: {exc}") from None
 
 
 def _raw_name(layer: dict[str, Any], fallback: str | None) -> str:

@@ -26,6 +26,9 @@ from airflow_provider_training.specs.schema import type_name as _type_name
 MAX_DOCUMENT_BYTES = 3 * 1024 * 1024  # the API server's request-body limit
 MAX_EXPANDED_NODES = 200_000
 MAX_NESTING = 64
+# documents per file or stream: far more jobs than a DAG repo holds, few enough to refuse a stream of
+# empty documents in well under a second
+MAX_DOCUMENTS = 10_000
 
 Source = Mapping[str, Any] | str | os.PathLike[str] | TrainingJob
 
@@ -75,9 +78,11 @@ def _expanded_size(node: yaml.Node, memo: dict[int, int], depth: int) -> int:
     if depth > MAX_NESTING:
         raise _TooDeep
     key = id(node)
+    if memo.get(key) == _IN_PROGRESS:
+        raise _Recursive(node)  # an alias inside its own anchor: no JSON document can hold it
     if key in memo:
         return memo[key]
-    memo[key] = 1  # a recursive alias counts once; it cannot become a JSON document anyway
+    memo[key] = _IN_PROGRESS
     size = 1
     if isinstance(node, yaml.SequenceNode):
         size += sum(_expanded_size(child, memo, depth + 1) for child in node.value)
@@ -91,6 +96,15 @@ class _TooDeep(Exception):
     pass
 
 
+_IN_PROGRESS = -1
+
+
+class _Recursive(Exception):
+    def __init__(self, node: yaml.Node) -> None:
+        super().__init__(f"line {node.start_mark.line + 1}")
+        self.line = node.start_mark.line + 1
+
+
 def parse_yaml(text: str, source: str = "<string>") -> list[Document]:
     """Parse every document of a YAML stream; raise :class:`JobSpecError` with line and column."""
     if len(text.encode("utf-8", "surrogatepass")) > MAX_DOCUMENT_BYTES:
@@ -99,7 +113,15 @@ def parse_yaml(text: str, source: str = "<string>") -> list[Document]:
             [Issue("", f"is larger than {MAX_DOCUMENT_BYTES // (1024 * 1024)} MiB, the Kubernetes request limit")],
         )
     try:
-        nodes = list(yaml.compose_all(text, Loader=_Loader))
+        limit = int(os.environ.get("AIRFLOW_TRAINING_MAX_DOCUMENTS", MAX_DOCUMENTS))
+        nodes = []
+        for node in yaml.compose_all(text, Loader=_Loader):
+            nodes.append(node)
+            if len(nodes) > limit:
+                raise JobSpecError(
+                    source,
+                    [Issue("", f"holds more than {limit} YAML documents; split it (AIRFLOW_TRAINING_MAX_DOCUMENTS)")],
+                )
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
@@ -115,6 +137,10 @@ def parse_yaml(text: str, source: str = "<string>") -> list[Document]:
             size = _expanded_size(node, {}, 0)
         except _TooDeep:
             raise JobSpecError(name, [Issue("", f"document nests deeper than {MAX_NESTING} levels")]) from None
+        except _Recursive as exc:
+            raise JobSpecError(
+                name, [Issue("", f"line {exc.line}: recursive alias (an anchor that contains itself); expand it")]
+            ) from None
         if size > MAX_EXPANDED_NODES:
             raise JobSpecError(
                 name,

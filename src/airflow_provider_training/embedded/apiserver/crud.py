@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from airflow_provider_training.embedded import volumes
-from airflow_provider_training.embedded.apiserver import batchjobs, builtin, errors, limits, managed
+from airflow_provider_training.embedded.apiserver import batchjobs, builtin, errors, limits, managed, structure
 from airflow_provider_training.embedded.apiserver.admission import admit_training_job, field_validation_mode
 from airflow_provider_training.embedded.apiserver.context import ServerContext
 from airflow_provider_training.embedded.apiserver.defaulting import canonical_form
@@ -388,9 +388,7 @@ async def patch(request: Request, ctx: ServerContext, target: Target) -> Respons
 async def _delete_options(request: Request, ctx: ServerContext) -> dict[str, Any]:
     options: dict[str, Any] = {}
     if limits.content_length(request.headers.get("content-length")) > 0:
-        body = await read_body(request, ctx.settings.max_body_bytes)
-        if isinstance(body, dict):
-            options = body
+        options = structure.decode_delete_options(await read_body(request, ctx.settings.max_body_bytes))
     query = request.query_params
     if "propagationPolicy" in query:
         options["propagationPolicy"] = query["propagationPolicy"]

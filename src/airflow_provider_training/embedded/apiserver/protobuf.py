@@ -162,6 +162,13 @@ def decode(raw: bytes) -> dict[str, Any]:
         obj = classes[kind].FromString(envelope.raw)
     except message.DecodeError as exc:
         raise ProtobufError(f"the {kind} in the protobuf body cannot be decoded: {exc}") from None
+    bad = _invalid_utf8(obj, "")
+    if bad:
+        # upb hands proto2 strings that are not UTF-8 back as bytes; JSON (and the store) cannot hold them
+        raise ProtobufError(
+            f'{kind} in version "v1" cannot be handled as a {kind}: proto: field {bad} contains invalid UTF-8; '
+            "send text as UTF-8 (binary values belong in a Secret's data or a ConfigMap's binaryData)"
+        )
     out: dict[str, Any] = _omit_empty(json_format.MessageToDict(obj, preserving_proto_field_name=True))
     generation = out.get("metadata", {}).get("generation")
     if generation is not None:
@@ -178,6 +185,35 @@ def decode(raw: bytes) -> dict[str, Any]:
     if "healthCheckNodePort" in spec:
         spec["healthCheckNodePort"] = int(spec["healthCheckNodePort"])
     return {"kind": kind, "apiVersion": api_version, **out}
+
+
+def _invalid_utf8(msg: message.Message, path: str) -> str:
+    """The JSON path of the first string field or map key that is not valid UTF-8, or ""."""
+    for field, value in msg.ListFields():
+        name = f"{path}.{field.json_name}" if path else field.json_name
+        entry = field.message_type
+        if entry is not None and entry.GetOptions().map_entry:
+            value_field = entry.fields_by_name["value"]
+            try:
+                pairs = list(value.items())
+            except UnicodeDecodeError:  # a map key that is not UTF-8 (upb decodes keys as it lists them)
+                return name
+            for key, item in pairs:
+                if isinstance(key, bytes):
+                    return name
+                if value_field.type == value_field.TYPE_STRING and isinstance(item, bytes):
+                    return f"{name}[{key}]"
+                if value_field.message_type is not None and (found := _invalid_utf8(item, f"{name}[{key}]")):
+                    return found
+            continue
+        items = list(value) if field.is_repeated else [value]
+        for i, item in enumerate(items):
+            where = f"{name}[{i}]" if field.is_repeated else name
+            if field.type == field.TYPE_STRING and isinstance(item, bytes):
+                return where
+            if field.message_type is not None and (found := _invalid_utf8(item, where)):
+                return found
+    return ""
 
 
 def _omit_empty(value: Any) -> Any:

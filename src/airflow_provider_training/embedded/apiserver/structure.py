@@ -190,3 +190,15 @@ def decode_metadata(rt: ResourceType, obj: dict[str, Any]) -> None:
         _walk(obj.get("metadata"), "V1ObjectMeta", "metadata", "ObjectMeta", "metadata", Decoded())
     except _TypeError as exc:
         raise bad_request(f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {exc}') from None
+
+
+def decode_delete_options(body: Any) -> dict[str, Any]:
+    """A DELETE's body, type-checked as kube-apiserver decodes it into ``DeleteOptions``."""
+    prefix = 'DeleteOptions in version "v1" cannot be handled as a DeleteOptions'
+    if not isinstance(body, dict):
+        raise bad_request(f"{prefix}: json: cannot unmarshal {_json_type(body)} into Go value of type DeleteOptions")
+    try:
+        decoded: dict[str, Any] = _walk(body, "V1DeleteOptions", "", "DeleteOptions", "", Decoded())
+    except _TypeError as exc:
+        raise bad_request(f"{prefix}: {exc}") from None
+    return decoded
