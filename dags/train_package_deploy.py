@@ -10,9 +10,12 @@ What it does, task by task:
 2. ``package`` — packs that folder as a KitOps ModelKit and pushes it to the registry of the
    ``modelkit_registry_default`` connection as ``<registry>/ml-models/digits-classifier:<run tag>``
    (``run_tag()``: the run's time and a hash of its id, unique per run; XCom: ``reference``, ``digest``).
-3. ``deploy`` — a KServe InferenceService ``digits`` serving ``kit://<reference>@<digest>`` (the
+3. ``approve`` — with ``approve_deploy`` on, waits for a person (Airflow's Required Actions) who sees the
+   candidate's and the served model's accuracy and the ModelKit digest: Approve deploys, Reject skips
+   ``deploy`` and ``smoke_test``. Off (the default): goes ahead at once.
+4. ``deploy`` — a KServe InferenceService ``digits`` serving ``kit://<reference>@<digest>`` (the
    digest pins exactly what was pushed); waits until the new model serves (XCom: ``url``).
-4. ``smoke_test`` — sends 100 digits to ``<url>/v2/models/digits/infer`` (Open Inference Protocol)
+5. ``smoke_test`` — sends 100 digits to ``<url>/v2/models/digits/infer`` (Open Inference Protocol)
    and fails unless at least 80 % are classified right.
 
 Where it runs: with no ``kubernetes`` connection (the default) on the embedded control plane of
@@ -35,6 +38,7 @@ import urllib.request
 from airflow.sdk import DAG, Param, task
 
 from airflow_provider_training.operators import TrainingJobAPIOperator
+from airflow_provider_training.operators.approval import DeployApprovalOperator
 from airflow_provider_training.operators.deploy import InferenceServiceOperator
 from airflow_provider_training.operators.modelkit import ModelKitPackAndPushOperator
 from airflow_provider_training.operators.naming import MACROS
@@ -192,6 +196,12 @@ with DAG(
             "provenance attached, and deploy only after verifying the signature and every layer. Empty: no signing. "
             "Checked before anything is pushed.",
         ),
+        "approve_deploy": Param(
+            False,
+            type="boolean",
+            description="Ask a person before deploying: the approval (Required Actions) shows the candidate's and "
+            "the deployed model's accuracy and the ModelKit digest; Reject skips deploy and smoke_test.",
+        ),
     },
 ) as dag:
     train = TrainingJobAPIOperator(
@@ -209,6 +219,16 @@ with DAG(
         registry_conn_id=REGISTRY_CONN,
         namespace="{{ params.namespace }}",
         signing_conn_id="{{ params.signing_conn_id or '' }}",  # empty: not signed
+    )
+
+    approve = DeployApprovalOperator(
+        task_id="approve",
+        enabled="{{ params.approve_deploy }}",
+        candidate="{{ ti.xcom_pull(task_ids='package', key='reference') }}"
+        "@{{ ti.xcom_pull(task_ids='package', key='digest') }}",
+        service_name="digits",
+        namespace="{{ params.namespace }}",
+        registry_conn_id=REGISTRY_CONN,
     )
 
     deploy = InferenceServiceOperator(
@@ -246,4 +266,4 @@ with DAG(
             raise ValueError(f"the served model classified only {accuracy:.0%} of 100 digits right (expected >= 80%)")
         return {"first_prediction": predicted[0], "first_label": int(labels[0]), "accuracy": accuracy}
 
-    train >> package >> deploy >> smoke_test(deploy.output["url"])
+    train >> package >> approve >> deploy >> smoke_test(deploy.output["url"])

@@ -139,7 +139,13 @@ def test_train_package_deploy_end_to_end(
     started = time.monotonic()
     try:
         run = dag.test(run_conf={"epochs": 3, "namespace": test_namespace, "job_api": job_api, **signing})
-        assert states(run) == {"train": "success", "package": "success", "deploy": "success", "smoke_test": "success"}
+        assert states(run) == {
+            "train": "success",
+            "package": "success",
+            "approve": "success",
+            "deploy": "success",
+            "smoke_test": "success",
+        }
         pushed = xcoms("train_package_deploy", run.run_id)
         assert pushed[("package", "digest")].startswith("sha256:")
         if signing:  # signed with provenance, and the deploy step verified that very digest

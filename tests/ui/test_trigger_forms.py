@@ -81,4 +81,10 @@ def test_train_package_deploy_started_from_its_form_succeeds(cockpit: Any) -> No
     done = cockpit.wait_run(dag_id, run["dag_run_id"], timeout=600)
     assert done["state"] == "success", cockpit.failure_details(dag_id, run["dag_run_id"])
     states = cockpit.task_states(dag_id, run["dag_run_id"])
-    assert states == {"train": "success", "package": "success", "deploy": "success", "smoke_test": "success"}, states
+    assert states == {
+        "train": "success",
+        "package": "success",
+        "approve": "success",
+        "deploy": "success",
+        "smoke_test": "success",
+    }, states
