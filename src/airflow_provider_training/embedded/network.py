@@ -6,8 +6,10 @@ Every pod gets its own address in 127.0.0.0/8 (``127.1.0.1``, ``127.1.0.2``…),
 operator would use ``{job}-{type}-{i}``. Where 127/8 is not routable beyond 127.0.0.1 (macOS), every
 pod gets 127.0.0.1 and only the allocated ports keep replicas apart. Ports declared on a container
 (``pytorchjob-port: 23456``, TF's 2222) are replaced by free ports chosen per replica, the same
-value everywhere it appears. Allocations are kept in ``node/network.json`` so a restarted daemon
-gives recreated pods the addresses their peers were told.
+value everywhere it appears. Allocations are kept in ``node/network.json`` (a snapshot) and
+``node/network.journal`` (one line per change since) so a restarted daemon gives recreated pods the
+addresses their peers were told. A change appends a line instead of rewriting the snapshot: a
+1,000-pod job rewrote the whole file per pod, a cost that grew with the square of its size.
 """
 
 from __future__ import annotations
@@ -76,8 +78,12 @@ def free_port(host: str = LOCALHOST) -> int:
         return int(sock.getsockname()[1])
 
 
+_COMPACT_AFTER = 4096  # journal lines beyond twice the live entries before the snapshot is rewritten
+
+
 class Network:
-    """Thread-safe allocator, persisted as JSON after each change."""
+    """Thread-safe allocator; each change is appended to a journal, compacted into the snapshot
+    once the journal outgrows the live entries (amortised O(1) per pod)."""
 
     def __init__(self, path: Path, routable: bool | None = None) -> None:
         self.path = path
@@ -87,10 +93,14 @@ class Network:
         self._unsaved = False
         self.hosts: dict[str, str] = {}
         self.ports: dict[str, int] = {}
-        with contextlib.suppress(OSError, ValueError):
+        self.journal = path.with_suffix(".journal")
+        self._pending: list[str] = []
+        self._journal_lines = 0
+        with contextlib.suppress(OSError, ValueError, AttributeError):
             data = json.loads(path.read_text())
             self.hosts = {str(k): str(v) for k, v in data.get("hosts", {}).items()}
             self.ports = {str(k): int(v) for k, v in data.get("ports", {}).items()}
+        self._replay()
         self._used = {_address_number(a) for a in self.hosts.values()}
         # the next address to try: after the newest, so an address given back is not handed out
         # again at once (a peer may still be told it), and an allocation does not scan every
@@ -110,15 +120,48 @@ class Network:
                 if not self._batching and self._unsaved:
                     self._save()
 
+    def _replay(self) -> None:
+        with contextlib.suppress(OSError):
+            for line in self.journal.read_text().splitlines():
+                self._journal_lines += 1
+                with contextlib.suppress(ValueError, KeyError, TypeError, AttributeError):
+                    change = json.loads(line)
+                    if "host" in change:
+                        self.hosts[str(change["host"])] = str(change["address"])
+                    elif "port" in change:
+                        self.ports[str(change["port"])] = int(change["number"])
+                    elif "release" in change:
+                        self._forget(str(change["release"]))
+
+    def _forget(self, key: str) -> str | None:
+        address = self.hosts.pop(key, None)
+        prefix = f"{key}/"
+        for port_key in [k for k in self.ports if k.startswith(prefix)]:
+            del self.ports[port_key]
+        return address
+
+    def _record(self, change: dict[str, object]) -> None:
+        """(called with the lock held)"""
+        self._pending.append(json.dumps(change) + "\n")
+        self._save()
+
     def _save(self) -> None:
         """(called with the lock held)"""
         if self._batching:
             self._unsaved = True
             return
         self._unsaved = False
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"hosts": self.hosts, "ports": self.ports}))
-        os.replace(tmp, self.path)
+        if self._journal_lines + len(self._pending) > 2 * (len(self.hosts) + len(self.ports)) + _COMPACT_AFTER:
+            tmp = self.path.with_suffix(".tmp")
+            tmp.write_text(json.dumps({"hosts": self.hosts, "ports": self.ports}))
+            os.replace(tmp, self.path)
+            self.journal.unlink(missing_ok=True)  # the snapshot already holds every change in it
+            self._journal_lines = 0
+        elif self._pending:
+            with self.journal.open("a") as journal:
+                journal.writelines(self._pending)
+            self._journal_lines += len(self._pending)
+        self._pending.clear()
 
     def pod_address(self, namespace: str, pod: str) -> str:
         if not self.routable:
@@ -134,7 +177,7 @@ class Network:
             self._used.add(candidate)
             address = str(ipaddress.IPv4Address(candidate))
             self.hosts[key] = address
-            self._save()
+            self._record({"host": key, "address": address})
             return address
 
     def port(self, namespace: str, pod: str, name: str) -> int:
@@ -147,7 +190,7 @@ class Network:
             while port in used:
                 port = free_port()
             self.ports[key] = port
-            self._save()
+            self._record({"port": key, "number": port})
             return port
 
     def assign(self, namespace: str, pod: str, address: str) -> None:
@@ -161,18 +204,15 @@ class Network:
             self._used.add(_address_number(address))
             if old is not None and old not in self.hosts.values():
                 self._used.discard(_address_number(old))
-            self._save()
+            self._record({"host": f"{namespace}/{pod}", "address": address})
 
     def release_pod(self, namespace: str, pod: str) -> None:
         """Forget a pod's address and ports (its job is gone)."""
         with self._lock:
-            address = self.hosts.pop(f"{namespace}/{pod}", None)
+            address = self._forget(f"{namespace}/{pod}")
             if address is not None and address not in self.hosts.values():
                 self._used.discard(_address_number(address))
-            prefix = f"{namespace}/{pod}/"
-            for key in [k for k in self.ports if k.startswith(prefix)]:
-                del self.ports[key]
-            self._save()
+            self._record({"release": f"{namespace}/{pod}"})
 
 
 class LocalAddressing:
