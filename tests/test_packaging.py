@@ -81,7 +81,7 @@ def clean_venv(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> Path:
 def test_wheel_metadata_has_an_spdx_license_and_the_server_dependencies(wheel):
     assert "License-Expression: Apache-2.0" in metadata_of(wheel)
     declared = requires(wheel)
-    for needed in ("uvicorn", "uvloop", "httptools", "apache-airflow"):
+    for needed in ("uvicorn", "uvloop", "httptools", "websockets", "apache-airflow"):
         assert any(line.startswith(needed) for line in declared), (needed, declared)
 
 
