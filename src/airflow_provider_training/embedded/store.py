@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import json
 import sqlite3
 import threading
 import uuid
@@ -20,6 +19,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from airflow_provider_training.embedded import jsoncodec
 
 SCHEMA_VERSION = 1
 
@@ -124,6 +125,13 @@ class ListResult:
     next_key: tuple[str, str] | None
 
 
+@dataclass(frozen=True)
+class RawListResult:
+    items: list[str]  # each object's stored JSON text
+    resource_version: int
+    next_key: tuple[str, str] | None
+
+
 Listener = Callable[[WatchEvent], None]
 
 
@@ -132,7 +140,15 @@ def now_timestamp() -> str:
 
 
 def _dumps(obj: Any) -> str:
-    return json.dumps(obj, separators=(",", ":"))
+    return jsoncodec.encode_text(obj)
+
+
+_loads = jsoncodec.decode
+_copy = jsoncodec.copy
+# An update or delete decodes the object it replaces outside the lock (a large object takes tens of
+# milliseconds, and every reader waits for the lock) and commits if nothing was written meanwhile;
+# after this many tries it reads under the lock.
+_OPTIMISTIC_TRIES = 3
 
 
 def _stamp_new(meta: dict[str, Any], rv: int, uid: str | None = None) -> None:
@@ -252,12 +268,50 @@ class Store:
 
     # -- reads ----------------------------------------------------------------------------------
     def get(self, resource: str, namespace: str, name: str) -> dict[str, Any] | None:
+        raw = self.get_raw(resource, namespace, name)
+        return _loads(raw) if raw is not None else None
+
+    def get_raw(self, resource: str, namespace: str, name: str) -> str | None:
+        """The stored JSON text of an object (what a GET answers, without decoding and encoding it)."""
         with self._lock:
             row = self._conn.execute(
                 "SELECT body FROM objects WHERE resource=? AND namespace=? AND name=?",
                 (resource, namespace, name),
             ).fetchone()
-        return json.loads(row[0]) if row else None
+        return str(row[0]) if row else None
+
+    def _row(self, resource: str, namespace: str, name: str) -> tuple[str, int] | None:
+        """(body, resourceVersion) of an object (called with the lock held)."""
+        row = self._conn.execute(
+            "SELECT body, rv FROM objects WHERE resource=? AND namespace=? AND name=?", (resource, namespace, name)
+        ).fetchone()
+        return (str(row[0]), int(row[1])) if row else None
+
+    def _row_rv(self, resource: str, namespace: str, name: str) -> int | None:
+        row = self._conn.execute(
+            "SELECT rv FROM objects WHERE resource=? AND namespace=? AND name=?", (resource, namespace, name)
+        ).fetchone()
+        return int(row[0]) if row else None
+
+    def _read_current(
+        self, resource: str, namespace: str, name: str, attempt: int, expected: dict[str, Any] | None = None
+    ) -> tuple[dict[str, Any], int] | None:
+        """The stored object and its resourceVersion for a write: ``expected`` (the caller's copy)
+        while it is current, else decoded outside the lock on the first tries (the caller re-checks
+        the resourceVersion under the lock), under it after."""
+        if expected is not None and attempt == 0:
+            with self._lock:
+                rv = self._row_rv(resource, namespace, name)
+            if rv is None:
+                return None
+            if str(rv) == str((expected.get("metadata") or {}).get("resourceVersion")):
+                return expected, rv
+        if attempt < _OPTIMISTIC_TRIES:
+            with self._lock:
+                row = self._row(resource, namespace, name)
+            return (_loads(row[0]), row[1]) if row else None
+        row = self._row(resource, namespace, name)  # (the caller holds the lock)
+        return (_loads(row[0]), row[1]) if row else None
 
     def list(
         self,
@@ -272,6 +326,58 @@ class Store:
     ) -> ListResult:
         """List in (namespace, name) order. Equality terms narrow through the label index and the
         label filter runs on the small labels column, so bodies are decoded only for candidates."""
+        rows, rv = self._select(resource, namespace, label_equals, label_filter, object_filter, after, limit)
+        items: builtins.list[dict[str, Any]] = []
+        next_key: tuple[str, str] | None = None
+        for _ns, _name, labels, body in rows:
+            if label_filter is not None and not label_filter(_loads(labels)):
+                continue
+            obj = _loads(body)
+            if object_filter is not None and not object_filter(obj):
+                continue
+            if limit is not None and len(items) >= limit:
+                last = items[-1]["metadata"]
+                next_key = (last.get("namespace", ""), last["name"])
+                break
+            items.append(obj)
+        return ListResult(items, rv, next_key)
+
+    def list_raw(
+        self,
+        resource: str,
+        namespace: str | None = None,
+        *,
+        label_equals: Iterable[tuple[str, str]] = (),
+        label_filter: Callable[[dict[str, str]], bool] | None = None,
+        after: tuple[str, str] | None = None,
+        limit: int | None = None,
+        object_filter: None = None,
+    ) -> RawListResult:
+        """:meth:`list` with each item's stored JSON text, not decoded (a list answered as stored)."""
+        rows, rv = self._select(resource, namespace, label_equals, label_filter, None, after, limit)
+        items: builtins.list[str] = []
+        names: builtins.list[tuple[str, str]] = []
+        next_key: tuple[str, str] | None = None
+        for ns, name, labels, body in rows:
+            if label_filter is not None and not label_filter(_loads(labels)):
+                continue
+            if limit is not None and len(items) >= limit:
+                next_key = names[-1]
+                break
+            items.append(str(body))
+            names.append((ns, name))
+        return RawListResult(items, rv, next_key)
+
+    def _select(
+        self,
+        resource: str,
+        namespace: str | None,
+        label_equals: Iterable[tuple[str, str]],
+        label_filter: Callable[[dict[str, str]], bool] | None,
+        object_filter: Callable[[dict[str, Any]], bool] | None,
+        after: tuple[str, str] | None,
+        limit: int | None,
+    ) -> tuple[builtins.list[tuple[str, str, str, str]], int]:
         terms = list(label_equals)
         params: builtins.list[Any] = []
         if terms:
@@ -304,23 +410,10 @@ class Store:
         if limit is not None and label_filter is None and object_filter is None:
             sql.append(" LIMIT ?")  # a page reads its own rows (and one to tell there are more), not the rest
             params.append(limit + 1)
-        items: builtins.list[dict[str, Any]] = []
-        next_key: tuple[str, str] | None = None
         with self._lock:
             rv = self._rv
             rows = self._conn.execute("".join(sql), params).fetchall()
-        for _ns, _name, labels, body in rows:
-            if label_filter is not None and not label_filter(json.loads(labels)):
-                continue
-            obj = json.loads(body)
-            if object_filter is not None and not object_filter(obj):
-                continue
-            if limit is not None and len(items) >= limit:
-                last = items[-1]["metadata"]
-                next_key = (last.get("namespace", ""), last["name"])
-                break
-            items.append(obj)
-        return ListResult(items, rv, next_key)
+        return rows, rv
 
     def dependents(self, owner_uid: str) -> builtins.list[tuple[str, str, str]]:
         """(resource, namespace, name) of every object whose ownerReferences name ``owner_uid``."""
@@ -341,13 +434,16 @@ class Store:
                 sql += " AND resource=?"
                 params.append(resource)
             rows = self._conn.execute(sql + " ORDER BY rv", params).fetchall()
-        return [WatchEvent(t, r, ns, n, v, json.loads(b)) for v, r, ns, n, t, b in rows]
+        return [WatchEvent(t, r, ns, n, v, _loads(b)) for v, r, ns, n, t, b in rows]
 
     # -- writes ---------------------------------------------------------------------------------
-    def create(self, resource: str, obj: dict[str, Any], *, uid: str | None = None) -> dict[str, Any]:
+    def create(
+        self, resource: str, obj: dict[str, Any], *, uid: str | None = None, copy: bool = True
+    ) -> dict[str, Any]:
         """Store a new object; returns a copy with the server-set metadata (``obj`` is left alone).
-        ``uid``: one the caller generated (a batch/v1 Job's selector names its own uid)."""
-        obj = json.loads(_dumps(obj))
+        ``uid``: one the caller generated (a batch/v1 Job's selector names its own uid). ``copy``:
+        False when the caller hands ``obj`` over (never touches it again): no copy of a large object."""
+        obj = _copy(obj) if copy else obj
         meta = obj.setdefault("metadata", {})
         namespace, name = meta.get("namespace", ""), meta["name"]
         with self._lock:
@@ -375,12 +471,12 @@ class Store:
         self, items: builtins.list[tuple[str, dict[str, Any]]], *, skip_existing: bool
     ) -> builtins.list[dict[str, Any] | None]:
         out: builtins.list[dict[str, Any] | None] = []
+        copies = [(resource, _copy(given)) for resource, given in items]  # (outside the lock)
         with self._lock:
             rv = self._rv
             changes: builtins.list[tuple[str, str, dict[str, Any], dict[str, Any] | None]] = []
             names = set()
-            for resource, given in items:
-                obj = json.loads(_dumps(given))
+            for resource, obj in copies:
                 meta = obj.setdefault("metadata", {})
                 key = (resource, meta.get("namespace", ""), meta["name"])
                 if key in names or self._exists(*key):
@@ -404,64 +500,128 @@ class Store:
         *,
         check_rv: bool = True,
         also_create: Sequence[tuple[str, dict[str, Any]]] = (),
+        copy: bool = True,
+        expected: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Replace an object. A ``metadata.resourceVersion`` in ``obj`` must match the stored one
         (``ConflictError``); an object being deleted whose last finalizer goes is removed.
         ``also_create``: new (resource, object) pairs stored in the same transaction, after it (a
         controller's status and the Events of its pass: one commit, and watchers see the status
-        one step sooner)."""
-        obj = json.loads(_dumps(obj))
+        one step sooner). ``copy``: as for :meth:`create`. ``expected``: the stored object as the
+        caller read it (and left it), used as the old object while still current (not decoded again)."""
+        obj = _copy(obj) if copy else obj
         meta = obj["metadata"]
         namespace, name = meta.get("namespace", ""), meta["name"]
-        with self._lock:
-            old = self.get(resource, namespace, name)
-            if old is None:
-                raise NotFoundError(name)
-            old_meta = old["metadata"]
-            if check_rv and meta.get("resourceVersion") and meta["resourceVersion"] != old_meta["resourceVersion"]:
-                raise ConflictError(name)
-            rv = self._rv + 1
-            for key in ("uid", "creationTimestamp", "deletionTimestamp", "generation"):
-                if key in old_meta:
-                    meta[key] = old_meta[key]
-                else:
-                    meta.pop(key, None)
-            if _spec_of(obj) != _spec_of(old):
-                meta["generation"] = int(old_meta.get("generation", 1)) + 1
-            meta["resourceVersion"] = str(rv)
-            deleted = meta.get("deletionTimestamp") and not meta.get("finalizers")
-            changes: builtins.list[tuple[str, str, dict[str, Any], dict[str, Any] | None]] = [
-                ("DELETED" if deleted else "MODIFIED", resource, obj, old)
-            ]
-            for extra_resource, given in also_create:
-                extra = json.loads(_dumps(given))
-                extra_meta = extra.setdefault("metadata", {})
-                if self._exists(extra_resource, extra_meta.get("namespace", ""), extra_meta["name"]):
-                    raise AlreadyExistsError(extra_meta["name"])
-                _stamp_new(extra_meta, rv + len(changes))
-                changes.append(("ADDED", extra_resource, extra, None))
-            self._commit(rv, changes)
-        return obj
+        extras = [(extra_resource, _copy(given)) for extra_resource, given in also_create]
+        for attempt in range(_OPTIMISTIC_TRIES + 1):
+            with self._lock if attempt == _OPTIMISTIC_TRIES else contextlib.nullcontext():
+                current = self._read_current(resource, namespace, name, attempt, expected)
+                if current is None:
+                    raise NotFoundError(name)
+                old, old_rv = current
+                spec_changed = _spec_of(obj) != _spec_of(old)  # (a large spec: compared outside the lock)
+                with self._lock:
+                    if self._row_rv(resource, namespace, name) != old_rv:
+                        continue  # written meanwhile: read it again
+                    self._write_update(resource, obj, old, spec_changed, check_rv, extras)
+                    return obj
+        raise AssertionError("unreachable: the last try holds the lock")
 
-    def delete(self, resource: str, namespace: str, name: str, *, uid: str | None = None) -> dict[str, Any]:
-        """Remove an object, or mark it (``deletionTimestamp``) while finalizers remain."""
+    def update_with(
+        self,
+        resource: str,
+        namespace: str,
+        name: str,
+        change: Callable[[dict[str, Any]], dict[str, Any] | None],
+        *,
+        also_create: Sequence[tuple[str, dict[str, Any]]] = (),
+    ) -> dict[str, Any] | None:
+        """Read, change and write one object as one step, no other write between (a status that a
+        controller or the node owns, written over whatever else changed meanwhile: the API server's
+        requests run on threads). ``change(current)`` returns the object to store, or None to write
+        nothing. Returns what was stored, None when nothing was; ``NotFoundError`` when it is gone."""
+        extras = [(extra_resource, _copy(given)) for extra_resource, given in also_create]
         with self._lock:
-            old = self.get(resource, namespace, name)
-            if old is None or (uid is not None and old["metadata"].get("uid") != uid):
+            row = self._row(resource, namespace, name)
+            if row is None:
                 raise NotFoundError(name)
-            obj: dict[str, Any] = json.loads(_dumps(old))
-            meta = obj["metadata"]
-            rv = self._rv + 1
-            meta["resourceVersion"] = str(rv)
-            if meta.get("finalizers"):
-                if meta.get("deletionTimestamp"):
-                    return old
-                meta["deletionTimestamp"] = now_timestamp()
-                self._commit(rv, [("MODIFIED", resource, obj, old)])
+            old = _loads(row[0])
+            new = change(_loads(row[0]))
+            if new is None:
+                return None
+            new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+            self._write_update(resource, new, old, _spec_of(new) != _spec_of(old), True, extras)
+            return new
+
+    def _write_update(
+        self,
+        resource: str,
+        obj: dict[str, Any],
+        old: dict[str, Any],
+        spec_changed: bool,
+        check_rv: bool,
+        extras: builtins.list[tuple[str, dict[str, Any]]],
+    ) -> None:
+        """(called with the lock held, ``old`` the stored object)"""
+        meta, old_meta = obj["metadata"], old["metadata"]
+        if check_rv and meta.get("resourceVersion") and meta["resourceVersion"] != old_meta["resourceVersion"]:
+            raise ConflictError(meta["name"])
+        rv = self._rv + 1
+        for key in ("uid", "creationTimestamp", "deletionTimestamp", "generation"):
+            if key in old_meta:
+                meta[key] = old_meta[key]
             else:
-                meta.setdefault("deletionTimestamp", now_timestamp())
-                self._commit(rv, [("DELETED", resource, obj, old)])
-        return obj
+                meta.pop(key, None)
+        if spec_changed:
+            meta["generation"] = int(old_meta.get("generation", 1)) + 1
+        meta["resourceVersion"] = str(rv)
+        deleted = meta.get("deletionTimestamp") and not meta.get("finalizers")
+        changes: builtins.list[tuple[str, str, dict[str, Any], dict[str, Any] | None]] = [
+            ("DELETED" if deleted else "MODIFIED", resource, obj, old)
+        ]
+        for extra_resource, extra in extras:
+            extra_meta = extra.setdefault("metadata", {})
+            if self._exists(extra_resource, extra_meta.get("namespace", ""), extra_meta["name"]):
+                raise AlreadyExistsError(extra_meta["name"])
+            _stamp_new(extra_meta, rv + len(changes))
+            changes.append(("ADDED", extra_resource, extra, None))
+        self._commit(rv, changes)
+
+    def delete(
+        self,
+        resource: str,
+        namespace: str,
+        name: str,
+        *,
+        uid: str | None = None,
+        expected: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Remove an object, or mark it (``deletionTimestamp``) while finalizers remain. ``expected``:
+        as for :meth:`update`."""
+        for attempt in range(_OPTIMISTIC_TRIES + 1):
+            with self._lock if attempt == _OPTIMISTIC_TRIES else contextlib.nullcontext():
+                current = self._read_current(resource, namespace, name, attempt, expected)
+                if current is None or (uid is not None and current[0]["metadata"].get("uid") != uid):
+                    raise NotFoundError(name)
+                old, old_rv = current
+                # (only its metadata changes: the rest is shared with ``old``, both decoded for this call)
+                obj: dict[str, Any] = {**old, "metadata": dict(old["metadata"])}
+                with self._lock:
+                    if self._row_rv(resource, namespace, name) != old_rv:
+                        continue  # written meanwhile: read it again
+                    meta = obj["metadata"]
+                    rv = self._rv + 1
+                    meta["resourceVersion"] = str(rv)
+                    if meta.get("finalizers"):
+                        if meta.get("deletionTimestamp"):
+                            return old
+                        meta["deletionTimestamp"] = now_timestamp()
+                        self._commit(rv, [("MODIFIED", resource, obj, old)])
+                    else:
+                        meta.setdefault("deletionTimestamp", now_timestamp())
+                        self._commit(rv, [("DELETED", resource, obj, old)])
+                    return obj
+        raise AssertionError("unreachable: the last try holds the lock")
 
     def delete_many(self, resource: str, keys: Iterable[tuple[str, str]]) -> int:
         """Delete the (namespace, name) objects of ``resource`` that exist, in one transaction (one
@@ -474,7 +634,7 @@ class Store:
                 old = self.get(resource, namespace, name)
                 if old is None or (old["metadata"].get("finalizers") and old["metadata"].get("deletionTimestamp")):
                     continue
-                obj: dict[str, Any] = json.loads(_dumps(old))
+                obj: dict[str, Any] = _copy(old)
                 meta = obj["metadata"]
                 meta["resourceVersion"] = str(rv + len(changes))
                 marked = bool(meta.get("finalizers"))
@@ -561,7 +721,7 @@ class Store:
         with self._lock:
             rows = self._conn.execute("SELECT resource, body FROM objects").fetchall()
         for resource, body in rows:
-            yield resource, json.loads(body)
+            yield resource, _loads(body)
 
 
 def _spec_of(obj: dict[str, Any]) -> dict[str, Any]:
