@@ -47,7 +47,14 @@ from airflow_provider_training.embedded.node import isolation, lifecycle, podexe
 from airflow_provider_training.embedded.node.capacity import Capacity
 from airflow_provider_training.embedded.node.runtime import Runtime
 from airflow_provider_training.embedded.resources import BY_KEY, EVENTS, PODS
-from airflow_provider_training.embedded.runtime import ControllerContext, For, OwnWrites, Watches, WorkQueue
+from airflow_provider_training.embedded.runtime import (
+    ControllerContext,
+    For,
+    OwnWrites,
+    Watches,
+    WorkQueue,
+    slow_start_batch,
+)
 from airflow_provider_training.embedded.runtime.controller import Key, key_of
 from airflow_provider_training.embedded.store import NotFoundError, Store, WatchEvent, now_timestamp
 
@@ -57,6 +64,7 @@ SECRETS = BY_KEY["core/secrets"]
 COMPONENT = "kubelet"
 RESYNC_INTERVAL = 1.0
 UNSCHEDULABLE_RETRY = 5.0  # besides the retry each time a pod gives back what it held
+SIBLINGS_PER_YIELD = 100
 
 
 def backoff_settings() -> dict[str, float]:
@@ -311,7 +319,7 @@ class NodeAgent:
                 log.warning("cannot update the %s %s in pod %s: %s", kind, event.name, tracked.name, exc)
 
     # -- reconcile ------------------------------------------------------------------------------
-    def reconcile(self, key: Key) -> float | None:
+    async def reconcile(self, key: Key) -> float | None:
         """One pod: stop what its deletion left, report its supervisor's state, or start it."""
         same_name = list(self.named.get((key.namespace, key.name), {}).values())
         wake: list[float] = []
@@ -328,12 +336,12 @@ class NodeAgent:
         if not any(not t.deleting for t in same_name):
             pod = self.store.get(PODS.key, key.namespace, key.name)
             if pod is not None and pod["metadata"].get("uid", "") not in self.tracked:
-                delay = self._consider(pod)
+                delay = await self._consider(pod)
                 if delay is not None:
                     wake.append(delay)
         return min(wake) if wake else None
 
-    def _consider(self, pod: dict[str, Any]) -> float | None:
+    async def _consider(self, pod: dict[str, Any]) -> float | None:
         """A pod this node does not run yet: start it with the other waiting pods of its owner (one
         job's pods are admitted together), or note why not; the seconds until it is tried again."""
         meta = pod["metadata"]
@@ -352,7 +360,7 @@ class NodeAgent:
         pending = self._retry_in(uid)
         if pending is not None:
             return pending  # failed to start a moment ago: its back-off has not passed
-        self._start_group([pod, *self._waiting_siblings(pod)])
+        await self._start_group([pod, *await self._waiting_siblings(pod)])
         if uid in self.tracked:
             return None
         pending = self._retry_in(uid)
@@ -362,7 +370,7 @@ class NodeAgent:
         at = self.retry.get(uid, (0.0, 0.0))[0] - time.monotonic()
         return at if at > 0 else None
 
-    def _waiting_siblings(self, pod: dict[str, Any]) -> list[dict[str, Any]]:
+    async def _waiting_siblings(self, pod: dict[str, Any]) -> list[dict[str, Any]]:
         """The other pods of the same controlling owner that wait to start on this node."""
         meta = pod["metadata"]
         refs = meta.get("ownerReferences")
@@ -377,7 +385,9 @@ class NodeAgent:
         if not owner:
             return []
         siblings = []
-        for resource, namespace, name in self.store.dependents(str(owner)):
+        for read, (resource, namespace, name) in enumerate(self.store.dependents(str(owner)), start=1):
+            if read % SIBLINGS_PER_YIELD == 0:
+                await asyncio.sleep(0)  # a 1,000-pod job's siblings are a thousand reads
             if resource != PODS.key or name == meta["name"]:
                 continue
             other = self.store.get(PODS.key, namespace, name)
@@ -397,7 +407,7 @@ class NodeAgent:
         return siblings
 
     # -- starting pods --------------------------------------------------------------------------
-    def _start_group(self, pods: list[dict[str, Any]]) -> None:
+    async def _start_group(self, pods: list[dict[str, Any]]) -> None:
         try:
             decision = self.capacity.admit(pods)
         except Exception as exc:  # a field the scheduler cannot read (a quantity that is none)
@@ -405,19 +415,21 @@ class NodeAgent:
                 self._cannot_start(pod, podspec.PodConfigError("CreateContainerConfigError", _describe(exc)))
             return
         if not decision.admitted:
-            for pod in pods:
-                self._unschedulable(pod, decision.message)
+            # (in slow-start batches, as every write of a large group: the loop serves others between)
+            await slow_start_batch(pods, lambda pod: self._unschedulable(pod, decision.message))
             return
         with self.network.batch():  # the group's addresses persisted once, before any of them runs
             for pod in pods:
                 self.network.pod_address(pod["metadata"]["namespace"], pod["metadata"]["name"])
-        started_pods = []
-        for pod in pods:
+        started_pods: list[dict[str, Any]] = []
+
+        def start(pod: dict[str, Any]) -> None:
             uid = pod["metadata"]["uid"]
             if decision.warning_reason:
                 self._event(pod, "Warning", decision.warning_reason, decision.message)
             try:
-                started = self._start(pod, decision.gpus.get(uid, []))
+                # (deleted while the loop served others between batches: not started)
+                started = self._still_stored(pod) and self._start(pod, decision.gpus.get(uid, []))
             except Exception as exc:
                 # Whatever went wrong with this pod stays with this pod: it gets the status and
                 # event a kubelet gives, and is tried again after its back-off.
@@ -428,6 +440,8 @@ class NodeAgent:
                 started_pods.append(pod)
             else:
                 self.capacity.release(uid)
+
+        await slow_start_batch(pods, start)
         # the scheduler's events once every process of the group is on its way, in one transaction
         record_events(
             self.store,
@@ -444,14 +458,20 @@ class NodeAgent:
             ],
         )
 
+    def _still_stored(self, pod: dict[str, Any]) -> bool:
+        meta = pod["metadata"]
+        current = self.store.get(PODS.key, meta["namespace"], meta["name"])
+        return current is not None and current["metadata"].get("uid") == meta["uid"]
+
     def _unschedulable(self, pod: dict[str, Any], message: str) -> None:
         uid = pod["metadata"]["uid"]
-        if self.reported.get(uid) == message:
+        # The same reason with other counts (the group grew: "(N GPU(s) wanted, ...)") is no news:
+        # rewriting every waiting pod of a large job each time one more arrived was quadratic.
+        if (self.reported.get(uid) or "\0").split(" (", 1)[0] == message.split(" (", 1)[0]:
             return
         self.reported[uid] = message
         event = podstatus.unschedulable(pod.setdefault("status", {}), message, now_timestamp())
-        self._event(pod, *event, component="default-scheduler")
-        self._write(pod)
+        self._write(pod, events=((*event, "default-scheduler"),))  # one transaction, not two
 
     def _start(self, pod: dict[str, Any], gpu_ids: list[str]) -> bool:
         meta = pod["metadata"]
@@ -635,7 +655,7 @@ class NodeAgent:
         events, tracked.events = tracked.events, []
         also = [(EVENTS.key, new_event(pod, *event, COMPONENT)) for event in events]
         with contextlib.suppress(NotFoundError):  # (just read: the stored pod with a new status)
-            self.own_writes.add(self.store.update(PODS.key, pod, check_rv=False, also_create=also))
+            self._store_status(pod, also)
 
     @staticmethod
     def _never_started(tracked: Tracked) -> bool:
@@ -710,22 +730,38 @@ class NodeAgent:
             shutil.rmtree(self.ctx.home.logs / tracked.namespace / tracked.name, ignore_errors=True)
 
     # -- store helpers --------------------------------------------------------------------------
-    def _write(self, pod: dict[str, Any], tracked: Tracked | None = None) -> None:
+    def _write(
+        self, pod: dict[str, Any], tracked: Tracked | None = None, events: tuple[tuple[str, str, str, str], ...] = ()
+    ) -> None:
         """Write the pod's status (and its binding: nodeName, or ``tracked``'s binding not yet
-        written) over the stored pod, if it is still the same pod."""
+        written) over the stored pod, if it is still the same pod; ``events`` (type, reason,
+        message, component) in the same transaction."""
+        status = pod.get("status") or {}
+        if tracked is not None and tracked.binding is not None:
+            status = {**tracked.binding, **status}
+            pod.setdefault("spec", {})["nodeName"] = podspec.NODE_NAME
+            tracked.binding = None
+        pod["status"] = status
+        also = [(EVENTS.key, new_event(pod, *event)) for event in events]
         with contextlib.suppress(NotFoundError):
-            current = self.store.get(PODS.key, pod["metadata"]["namespace"], pod["metadata"]["name"])
-            if current is None or current["metadata"].get("uid") != pod["metadata"].get("uid"):
-                return
-            status = pod.get("status") or {}
-            if tracked is not None and tracked.binding is not None:
-                status = {**tracked.binding, **status}
-                pod.setdefault("spec", {})["nodeName"] = podspec.NODE_NAME
-                tracked.binding = None
-            current["status"] = status
-            if pod.get("spec", {}).get("nodeName"):
+            self._store_status(pod, also)
+
+    def _store_status(self, pod: dict[str, Any], also: list[tuple[str, dict[str, Any]]]) -> None:
+        """``pod``'s status and nodeName over the stored pod, read and written as one step (a
+        client's write to the pod meanwhile is kept), if it is still the same pod."""
+        meta = pod["metadata"]
+
+        def change(current: dict[str, Any]) -> dict[str, Any] | None:
+            if current["metadata"].get("uid") != meta.get("uid"):
+                return None
+            current["status"] = pod.get("status") or {}
+            if (pod.get("spec") or {}).get("nodeName"):
                 current.setdefault("spec", {})["nodeName"] = pod["spec"]["nodeName"]
-            self.own_writes.add(self.store.update(PODS.key, current, check_rv=False))
+            return current
+
+        written = self.store.update_with(PODS.key, meta["namespace"], meta["name"], change, also_create=also)
+        if written is not None:
+            self.own_writes.add(written)
 
     def _remove_pod_dirs(self, directory: Path) -> None:
         """A pod's runtime directory and its disk-backed emptyDir volumes."""
