@@ -46,12 +46,12 @@ from tests.fuzz.test_api_fuzz import lists_decode, run_fuzz  # noqa: E402
 N_BROKEN = 50
 
 
-def _client(plane: ControlPlane) -> httpx.Client:
+def _client(plane: ControlPlane, read: float = 5) -> httpx.Client:
     return httpx.Client(
         base_url=plane.api_url,
         verify=str(plane.ca),
         headers={"Authorization": f"Bearer {plane.token}"},
-        timeout=httpx.Timeout(30, read=5),
+        timeout=httpx.Timeout(30, read=read),
     )
 
 
@@ -208,7 +208,7 @@ def _latency(plane: ControlPlane, into: list[float]) -> Iterator[None]:
     done = threading.Event()
 
     def probe() -> None:
-        with _client(plane) as http:
+        with _client(plane, read=600) as http:  # (a stall of minutes is a sample too)
             while not done.is_set():
                 started = time.perf_counter()
                 http.get("/api/v1/namespaces")
@@ -259,7 +259,8 @@ def heavy_requests() -> None:
         phases.append((name, started, ended, [s * 1000 for s in latencies]))
 
     try:
-        with _client(plane) as http:
+        # (a DELETE answers once the job's 1,000 pods are deleted too: seconds on a busy machine)
+        with _client(plane, read=120) as http:
             http.get("/api/v1/namespaces")
             time.sleep(1)  # the probe's first samples, and the daemon settled
             idle_from = time.monotonic()

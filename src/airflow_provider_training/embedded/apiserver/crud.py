@@ -57,6 +57,7 @@ from airflow_provider_training.embedded.store import (
     ConflictError,
     ListResult,
     NotFoundError,
+    RawListResult,
     now_timestamp,
 )
 from airflow_provider_training.specs.crds import all_crds
@@ -239,7 +240,20 @@ def create_object(
     return _single(request, rt, created, 201, warnings)
 
 
+# Reads answered with the stored JSON as it is are served on the event loop itself: a few
+# milliseconds even for the largest object, and a worker thread's answer waits for the loop's next
+# round (behind whatever the controllers do in this one). A list of more items goes to a thread.
+INLINE_LIST_ITEMS = 500
+
+
 async def get(request: Request, ctx: ServerContext, target: Target) -> Response:
+    if target.rt is not CRDS and not wants_table(request):
+        # the stored JSON as it is: a large object is not decoded only to be encoded again
+        assert target.name is not None
+        raw = ctx.store.get_raw(target.rt.key, target.store_namespace, target.name)
+        if raw is None:
+            raise errors.not_found(target.rt, target.name)
+        return Response(raw.encode("utf-8"), media_type="application/json")
     return await offload.run(_get_response, request, ctx, target)
 
 
@@ -250,13 +264,6 @@ def _get_response(request: Request, ctx: ServerContext, target: Target) -> Respo
             if item["metadata"]["name"] == target.name:
                 return _single(request, target.rt, item)
         raise errors.not_found(target.rt, target.name)
-    if not wants_table(request):
-        # the stored JSON as it is: a large object is not decoded only to be encoded again
-        assert target.name is not None
-        raw = ctx.store.get_raw(target.rt.key, target.store_namespace, target.name)
-        if raw is None:
-            raise errors.not_found(target.rt, target.name)
-        return Response(raw.encode("utf-8"), media_type="application/json")
     return _single(request, target.rt, _get(ctx, target))
 
 
@@ -313,20 +320,29 @@ def list_body(rt: ResourceType, result: ListResult) -> tuple[dict[str, Any], dic
 
 
 async def list_(request: Request, ctx: ServerContext, target: Target) -> Response:
+    if not wants_table(request) and target.rt is not CRDS:
+        query = _list_query(request, target)
+        limit = query["limit"]
+        if query["object_filter"] is None and (limit is None or limit <= INLINE_LIST_ITEMS):
+            raw = ctx.store.list_raw(target.rt.key, target.namespace, **{**query, "limit": limit or INLINE_LIST_ITEMS})
+            if limit is not None or raw.next_key is None:
+                return _raw_list(target, raw)
     return await offload.run(_list_response, request, ctx, target)
+
+
+def _raw_list(target: Target, raw: RawListResult) -> Response:
+    """The stored JSON of each item as it is, joined: nothing decoded only to be encoded again."""
+    body, _ = list_body(target.rt, ListResult([], raw.resource_version, raw.next_key))
+    head = jsoncodec.encode(body)
+    assert head.endswith(b"[]}")
+    return Response(head[:-2] + ",".join(raw.items).encode("utf-8") + b"]}", media_type="application/json")
 
 
 def _list_response(request: Request, ctx: ServerContext, target: Target) -> Response:
     if not wants_table(request) and target.rt is not CRDS:
         query = _list_query(request, target)
         if query["object_filter"] is None:
-            # the stored JSON of each item as it is, joined: nothing decoded only to be encoded again
-            raw = ctx.store.list_raw(target.rt.key, target.namespace, **query)
-            body, _ = list_body(target.rt, ListResult([], raw.resource_version, raw.next_key))
-            head = jsoncodec.encode(body)
-            assert head.endswith(b"[]}")
-            items = ",".join(raw.items).encode("utf-8")
-            return Response(head[:-2] + items + b"]}", media_type="application/json")
+            return _raw_list(target, ctx.store.list_raw(target.rt.key, target.namespace, **query))
     result = list_objects(request, ctx, target)
     body, list_meta = list_body(target.rt, result)
     if wants_table(request):

@@ -23,7 +23,7 @@ from typing import Any
 
 from airflow_provider_training.embedded import canonical, runtime
 from airflow_provider_training.embedded.controllers.refs import owner_references
-from airflow_provider_training.embedded.events import new_event, record_events
+from airflow_provider_training.embedded.events import filtered, record_events
 from airflow_provider_training.embedded.network import LocalAddressing, shared_network
 from airflow_provider_training.embedded.resources import BY_KEY, BY_KIND, EVENTS, PODS, RESOURCE_TYPES, ResourceType
 from airflow_provider_training.embedded.runtime import (
@@ -378,7 +378,7 @@ class Pass:
                 raise ConflictError(self.job.name)
             current["status"] = after
             # the status and the pass's events in one transaction, the status first
-            also = [(EVENTS.key, new_event(*event)) for event in events]
+            also = [(EVENTS.key, event) for event in filtered(events)]
             self.obj = self.c.own_writes.add(self.store.update(self.resource, current, also_create=also))
             return
         # the pass's events in one transaction (a first pass records eight)

@@ -139,6 +139,14 @@ class NodeAgent:
         self.named: dict[tuple[str, str], dict[str, Tracked]] = {}
         self.published: collections.Counter[str] = collections.Counter()  # address -> pods publishing it
         self.waiting: dict[str, Key] = {}  # uid -> key of a pod not yet started (cannot start, no room)
+        # The waiting pods as last seen (kept current by their events), by uid and by name: a group's
+        # siblings are found without reading and decoding each from the store, once per pod of it.
+        self.waiting_pods: dict[str, dict[str, Any]] = {}
+        self.waiting_names: dict[tuple[str, str], str] = {}
+        # owner uid -> (the capacity epoch, the uids of its group) of the last group refused: a pod of
+        # it is not tried again until something is given back or the group changes.
+        self.refused_groups: dict[str, tuple[int, frozenset[str]]] = {}
+        self.capacity_epoch = 0
         self.reported: dict[str, str] = {}  # uid -> last scheduling / config message recorded
         self.retry: dict[str, tuple[float, float]] = {}  # uid -> (next attempt, monotonic; delay)
         self.failures: dict[str, str] = {}  # step -> last error logged, so a failure is logged once
@@ -266,6 +274,8 @@ class NodeAgent:
         if event.resource == PODS.key:
             if event.type == "DELETED":
                 self._isolated(f"delete {event.namespace}/{event.name}", self._on_deleted, event.object)
+            elif event.object.get("metadata", {}).get("uid") in self.waiting_pods:
+                self.waiting_pods[event.object["metadata"]["uid"]] = event.object
             return
         if event.type == "MODIFIED":
             kind = "configmap" if event.resource == CONFIGMAPS.key else "secret"
@@ -282,9 +292,23 @@ class NodeAgent:
                 keys.append(key)
         return keys
 
+    def _wait(self, pod: dict[str, Any]) -> None:
+        meta = pod["metadata"]
+        uid = meta.get("uid", "")
+        self.waiting[uid] = key_of(PODS.key, meta["namespace"], meta["name"])
+        self.waiting_pods[uid] = pod
+        self.waiting_names[(meta["namespace"], meta["name"])] = uid
+
+    def _unwait(self, uid: str) -> None:
+        key = self.waiting.pop(uid, None)
+        self.waiting_pods.pop(uid, None)
+        if key is not None and self.waiting_names.get((key.namespace, key.name)) == uid:
+            del self.waiting_names[(key.namespace, key.name)]
+
     def _on_deleted(self, pod: dict[str, Any]) -> None:
         uid = pod["metadata"].get("uid", "")
-        self.waiting.pop(uid, None)
+        self._unwait(uid)
+        self.refused_groups.pop(_controller_uid(pod), None)  # its group changed
         self.reported.pop(uid, None)
         self.retry.pop(uid, None)
         if uid in self.tracked:
@@ -347,7 +371,7 @@ class NodeAgent:
         meta = pod["metadata"]
         uid = meta.get("uid", "")
         if (pod.get("status") or {}).get("phase") in podstatus.TERMINAL or meta.get("deletionTimestamp"):
-            self.waiting.pop(uid, None)
+            self._unwait(uid)
             return None
         node = (pod.get("spec") or {}).get("nodeName")
         if node == podspec.NODE_NAME:
@@ -356,13 +380,21 @@ class NodeAgent:
             return None
         if node:
             return None  # bound to another node: not ours to run, as a kubelet leaves other nodes' pods alone
-        self.waiting[uid] = key_of(PODS.key, meta["namespace"], meta["name"])
+        self._wait(pod)
         pending = self._retry_in(uid)
         if pending is not None:
             return pending  # failed to start a moment ago: its back-off has not passed
-        await self._start_group([pod, *await self._waiting_siblings(pod)])
+        owner = _controller_uid(pod)
+        refused = self.refused_groups.get(owner) if owner else None
+        if refused is not None and refused[0] == self.capacity_epoch and uid in refused[1]:
+            return UNSCHEDULABLE_RETRY  # its group was refused as it is, and nothing was given back since
+        group = [pod, *await self._waiting_siblings(pod)]
+        admitted = await self._start_group(group)
         if uid in self.tracked:
+            self.refused_groups.pop(owner or "", None)
             return None
+        if owner and not admitted:  # (room, not a pod's own error: a ConfigMap that appears retries it)
+            self.refused_groups[owner] = (self.capacity_epoch, frozenset(p["metadata"]["uid"] for p in group))
         pending = self._retry_in(uid)
         return pending if pending is not None else UNSCHEDULABLE_RETRY
 
@@ -373,24 +405,20 @@ class NodeAgent:
     async def _waiting_siblings(self, pod: dict[str, Any]) -> list[dict[str, Any]]:
         """The other pods of the same controlling owner that wait to start on this node."""
         meta = pod["metadata"]
-        refs = meta.get("ownerReferences")
-        owner = next(
-            (
-                r.get("uid")
-                for r in (refs if isinstance(refs, list) else [])
-                if isinstance(r, dict) and r.get("controller")
-            ),
-            None,
-        )
+        owner = _controller_uid(pod)
         if not owner:
             return []
         siblings = []
-        for read, (resource, namespace, name) in enumerate(self.store.dependents(str(owner)), start=1):
-            if read % SIBLINGS_PER_YIELD == 0:
-                await asyncio.sleep(0)  # a 1,000-pod job's siblings are a thousand reads
+        read = 0
+        for resource, namespace, name in self.store.dependents(owner):
             if resource != PODS.key or name == meta["name"]:
                 continue
-            other = self.store.get(PODS.key, namespace, name)
+            known = self.waiting_pods.get(self.waiting_names.get((namespace, name), ""))
+            if known is None:
+                read += 1
+                if read % SIBLINGS_PER_YIELD == 0:
+                    await asyncio.sleep(0)  # a 1,000-pod job's siblings are a thousand reads, the first time
+            other = known if known is not None else self.store.get(PODS.key, namespace, name)
             if other is None:
                 continue
             other_uid = other["metadata"].get("uid", "")
@@ -402,22 +430,23 @@ class NodeAgent:
                 or self._retry_in(other_uid) is not None
             ):
                 continue
-            self.waiting[other_uid] = key_of(PODS.key, namespace, name)
+            self._wait(other)
             siblings.append(other)
         return siblings
 
     # -- starting pods --------------------------------------------------------------------------
-    async def _start_group(self, pods: list[dict[str, Any]]) -> None:
+    async def _start_group(self, pods: list[dict[str, Any]]) -> bool:
+        """Start a group's pods together; False when there is no room for the group."""
         try:
             decision = self.capacity.admit(pods)
         except Exception as exc:  # a field the scheduler cannot read (a quantity that is none)
             for pod in pods:
                 self._cannot_start(pod, podspec.PodConfigError("CreateContainerConfigError", _describe(exc)))
-            return
+            return True
         if not decision.admitted:
             # (in slow-start batches, as every write of a large group: the loop serves others between)
             await slow_start_batch(pods, lambda pod: self._unschedulable(pod, decision.message))
-            return
+            return False
         with self.network.batch():  # the group's addresses persisted once, before any of them runs
             for pod in pods:
                 self.network.pod_address(pod["metadata"]["namespace"], pod["metadata"]["name"])
@@ -457,6 +486,7 @@ class NodeAgent:
                 for pod in started_pods
             ],
         )
+        return True
 
     def _still_stored(self, pod: dict[str, Any]) -> bool:
         meta = pod["metadata"]
@@ -486,7 +516,7 @@ class NodeAgent:
             self._remove_pod_dirs(directory)
             self._cannot_start(pod, exc)
             return False
-        self.waiting.pop(uid, None)
+        self._unwait(uid)
         self.reported.pop(uid, None)
         self.retry.pop(uid, None)
         spec.update(logs=str(self.ctx.home.logs), notify=str(self.socket_path), backoff=self.backoff)
@@ -695,6 +725,7 @@ class NodeAgent:
         """Give back what a pod held; pods waiting for room are tried again."""
         if uid in self.capacity.held:
             self.capacity.release(uid)
+            self.capacity_epoch += 1
             for key in self.waiting.values():
                 self.work.add(key)
 
@@ -771,6 +802,19 @@ class NodeAgent:
 
     def _event(self, pod: dict[str, Any], type_: str, reason: str, message: str, component: str = COMPONENT) -> None:
         record_event(self.store, pod, type_, reason, message, component)
+
+
+def _controller_uid(pod: dict[str, Any]) -> str:
+    """The uid of the pod's controlling owner ("" when none)."""
+    refs = pod["metadata"].get("ownerReferences")
+    return next(
+        (
+            str(r.get("uid"))
+            for r in (refs if isinstance(refs, list) else [])
+            if isinstance(r, dict) and r.get("controller") and r.get("uid")
+        ),
+        "",
+    )
 
 
 def _describe(exc: BaseException) -> str:
