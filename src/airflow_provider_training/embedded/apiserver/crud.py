@@ -513,26 +513,53 @@ def _delete_options(request: Request, raw: bytes | None) -> dict[str, Any]:
 def delete_object(ctx: ServerContext, rt: ResourceType, obj: dict[str, Any], policy: str | None) -> dict[str, Any]:
     """Delete one object and garbage-collect its dependents (ownerReferences) per ``policy``."""
     meta = obj["metadata"]
+    namespace, uid = meta.get("namespace", ""), meta["uid"]
     if policy is None:
         policy = "Orphan" if rt.key == BATCH_JOBS else "Background"
-    dependents = ctx.store.dependents(meta["uid"])
     if rt is NAMESPACES:
         for other in BY_KEY.values():
             if other.namespaced and other is not CRDS:
                 for item in ctx.store.list(other.key, meta["name"]).items:
                     delete_object(ctx, other, item, "Background")
+    # Controllers run beside this request (it runs on a thread): the owner is marked or gone first,
+    # and its dependents listed after that, so a child a controller wrote meanwhile is among them
+    # (and the store refuses a controller's child for an owner being deleted: Store.create's owner).
     if policy == "Orphan":
-        for key, ns, name in dependents:
-            _orphan(ctx, key, ns, name, meta["uid"])
+        for key, ns, name in ctx.store.dependents(uid):
+            _orphan(ctx, key, ns, name, uid)
+    elif policy == "Foreground" and not meta.get("deletionTimestamp"):
+        try:
+            ctx.store.mark_deleting(rt.key, namespace, meta["name"], uid, FOREGROUND_DELETION)
+        except NotFoundError:
+            raise errors.not_found(rt, meta["name"]) from None
+        _delete_dependents(ctx, ctx.store.dependents(uid), policy)
+        try:
+            deleted = ctx.store.update_with(rt.key, namespace, meta["name"], _without_foreground_finalizer)
+        except NotFoundError:
+            raise errors.not_found(rt, meta["name"]) from None
+        assert deleted is not None
+        return deleted
     elif policy == "Foreground":
-        _delete_dependents(ctx, dependents, policy)
+        _delete_dependents(ctx, ctx.store.dependents(uid), policy)
     try:
-        deleted = ctx.store.delete(rt.key, meta.get("namespace", ""), meta["name"], uid=meta["uid"], expected=obj)
+        deleted = ctx.store.delete(rt.key, namespace, meta["name"], uid=uid, expected=obj)
     except NotFoundError:
         raise errors.not_found(rt, meta["name"]) from None
     if policy == "Background":
-        _delete_dependents(ctx, dependents, policy)
+        _delete_dependents(ctx, ctx.store.dependents(uid), policy)
     return deleted
+
+
+FOREGROUND_DELETION = "foregroundDeletion"
+
+
+def _without_foreground_finalizer(obj: dict[str, Any]) -> dict[str, Any]:
+    """The owner once its dependents are gone: without the finalizer (removed, unless others remain)."""
+    meta = obj["metadata"]
+    meta["finalizers"] = [f for f in meta.get("finalizers") or [] if f != FOREGROUND_DELETION]
+    if not meta["finalizers"]:
+        del meta["finalizers"]
+    return obj
 
 
 def _orphan(ctx: ServerContext, resource: str, namespace: str, name: str, owner_uid: str) -> None:

@@ -327,7 +327,7 @@ class Sync:
         pending: list[dict[str, Any]] = []
 
         def store_batch() -> None:
-            stored = self.store.create_missing([(PODS.key, pod) for pod in pending])
+            stored = self.store.create_missing([(PODS.key, pod) for pod in pending], owner=(JOBS.key, self.job))
             for pod, obj in zip(pending, stored, strict=True):
                 created.append(obj if obj is not None else self.create_renamed(pod))
                 self.created(created[-1])
@@ -343,7 +343,7 @@ class Sync:
         for _ in range(5):
             self.rename(pod)
             try:
-                return self.store.create(PODS.key, pod)
+                return self.store.create(PODS.key, pod, owner=(JOBS.key, self.job))
             except AlreadyExistsError:
                 continue
         raise AlreadyExistsError(pod["metadata"]["name"])

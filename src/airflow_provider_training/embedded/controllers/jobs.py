@@ -290,7 +290,9 @@ class Pass:
     def create_pending(self) -> None:
         """Store the objects the plan created, in its order; one that exists already is left as it is."""
         pending, self.pending = self.pending, []
-        created = self.store.create_missing([(rt.key, obj) for rt, obj, _, _ in pending])
+        created = self.store.create_missing(
+            [(rt.key, obj) for rt, obj, _, _ in pending], owner=(self.resource, self.obj)
+        )
         for obj in created:
             if obj is not None:
                 self.c.own_writes.add(obj)

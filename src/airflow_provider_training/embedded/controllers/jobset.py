@@ -301,7 +301,7 @@ class JobSetPass:
             self.job_creation_failed(job, issues)
         spec["template"] = localize(spec["template"], self.jobset, self.c.network)
         try:
-            created = self.store.create(JOBS.key, job)
+            created = self.store.create(JOBS.key, job, owner=(JOBSETS.key, self.jobset))
         except AlreadyExistsError:
             return
         # The API server's generated selector and pod-template labels, as for any Job.

@@ -218,7 +218,7 @@ class TrainJobPass:
             with contextlib.suppress(AlreadyExistsError):
                 self.store.create(resource, extra)
         try:
-            created = self.store.create(JOBSETS.key, jobset)
+            created = self.store.create(JOBSETS.key, jobset, owner=(TRAINJOBS.key, self.obj))
         except AlreadyExistsError:
             return self.store.get(JOBSETS.key, self.namespace, self.name), None
         self.events.append(("Normal", "SuccessfulCreate", f"Created JobSet: {self.name}"))

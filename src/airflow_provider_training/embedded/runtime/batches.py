@@ -52,7 +52,8 @@ async def slow_start_batch(
     results: list[R] = []
     size, start = SLOW_START_INITIAL_BATCH, 0
     while start < len(items):
-        if start and proceed is not None and not proceed():
+        # (the first batch too: the pass may have read its owner before an ``await``)
+        if proceed is not None and not proceed():
             break
         began = time.monotonic()
         with around():

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 
 from airflow_provider_training.embedded.runtime.context import ControllerContext
 from airflow_provider_training.embedded.runtime.queue import WorkQueue
-from airflow_provider_training.embedded.store import ConflictError, WatchEvent
+from airflow_provider_training.embedded.store import ConflictError, OwnerGoneError, WatchEvent
 from airflow_provider_training.specs.refs import ObjectRef
 from airflow_provider_training.specs.resources import BY_KEY
 
@@ -205,6 +205,9 @@ async def _reconcile_one(controller: Reconciler, work: WorkQueue[Key], key: Key)
             outcome = await outcome
     except ConflictError:
         work.add(key)  # the object changed under the pass: read it again
+        return
+    except OwnerGoneError:
+        work.add(key)  # what the pass wrote for was deleted meanwhile: the next pass sees it gone
         return
     except Exception as exc:  # one object's failure must not stop the others: logged, retried with back-off
         delay = work.retry(key)
