@@ -70,8 +70,12 @@ def localize(value: Any, jobset: dict[str, Any], network: Network) -> Any:
     namespace = jobset["metadata"].get("namespace", "default")
     subdomain = js.subdomain(jobset)
     text = json.dumps(value)
-    # the names the text holds, found in one scan (not one search per pod: a 20,000-node JobSet)
-    named = {m.group(1) for m in re.finditer(rf"([a-z0-9][-a-z0-9]*)\.{re.escape(subdomain)}", text)}
+    # the names the text holds, found in one scan (not one search per pod: a 20,000-node JobSet);
+    # a name may follow other letters ("...slots=1\\nmpi-node-0-1.mpi" in JSON): each tail of a word
+    named: set[str] = set()
+    for match in re.finditer(rf"([a-z0-9][-a-z0-9]*)\.{re.escape(subdomain)}", text):
+        word = match.group(1)
+        named.update(word[i:] for i in range(len(word)))
     hostnames = named & set(pod_hostnames(jobset)) if named else set()
     for hostname in sorted(hostnames, key=len, reverse=True):
         text = text.replace(f"{hostname}.{subdomain}", network.pod_address(namespace, address_key(hostname)))
