@@ -39,7 +39,7 @@ def test_replicas_survive_kill_9_of_the_daemon_and_the_job_finishes(private_plan
     home = private_plane.home
     api = _api(private_plane)
     jobs = Jobs(api, "default")
-    gate = home / "gate"
+    gate = home.parent / "gate"  # (not in the data directory: no pod sees it)
     wait_gate = f"import os, time\nwhile not os.path.exists({str(gate)!r}): time.sleep(0.02)\nprint('finished')"
     jobs.create(
         job(
