@@ -14,8 +14,8 @@ class PathEscape(ValueError):
     """A relative path that would leave its root."""
 
 
-def inside(root: Path, relative: str, what: str) -> Path:
-    """``root / relative`` with symlinks resolved, or :class:`PathEscape` naming ``what``."""
+def check_relative(relative: str, what: str) -> None:
+    """The rules admission applies: a non-empty relative path without '..' or NUL."""
     if not isinstance(relative, str) or not relative:
         raise PathEscape(f"{what} must be a non-empty relative path")
     if "\x00" in relative:
@@ -24,6 +24,11 @@ def inside(root: Path, relative: str, what: str) -> Path:
         raise PathEscape(f"{what} {relative!r} must be a relative path")
     if ".." in Path(relative).parts:
         raise PathEscape(f"{what} {relative!r} must not contain '..'")
+
+
+def inside(root: Path, relative: str, what: str) -> Path:
+    """``root / relative`` with symlinks resolved, or :class:`PathEscape` naming ``what``."""
+    check_relative(relative, what)
     base = root.resolve()
     target = (base / relative).resolve()  # follows symlinks that exist (one planted by a container, say)
     if target != base and not target.is_relative_to(base):
@@ -39,7 +44,7 @@ def open_beneath(root: str, relative: str, what: str = "subPath") -> int:
     instead of leading out. Missing directories are created with the mode of ``root``. The caller
     mounts ``/proc/self/fd/N``, the very directory or file that was checked, and closes it.
     :class:`PathEscape` (the path leaves ``root``, or changed while it was opened) or ``OSError``."""
-    inside(Path(root), relative, what)  # the same rules as at admission: relative, no '..'
+    check_relative(relative, what)
     base = os.path.realpath(root)
     resolved = os.path.realpath(os.path.join(base, relative))
     if resolved != base and not resolved.startswith(base.rstrip("/") + "/"):
