@@ -67,11 +67,11 @@ def test_containers_start_in_the_view_their_supervisor_entered(
     jobs.wait("PyTorchJob", "viewed", "Succeeded")
 
 
-def test_a_volume_over_the_supervisors_files_gets_a_view_per_container(
+def test_a_volume_over_the_supervisors_files_hides_them_from_the_pod_not_from_its_supervisor(
     kube_api: Any, test_namespace: str, control_plane: ControlPlane
 ) -> None:
-    """A view that hid the logs from the supervisor would lose them: such a pod's containers build
-    their own views, and the pod runs as before."""
+    """A view that hid the logs from the supervisor would lose them: the supervisor reaches them
+    through descriptors opened before it entered the view, and the pod runs as before."""
     logs = control_plane.home / "logs"
     code = (
         f"{PROBE}\nopen({str(logs / 'inside.txt')!r}, 'w').write('in the volume')\n"

@@ -65,8 +65,11 @@ _MOUNT_ATTR_RDONLY = 1
 _AT_RECURSIVE = 0x8000
 _SYS_MOUNT_SETATTR = 442  # the same number on every architecture (added after the tables were unified)
 _SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "arm64": 41, "riscv64": 41, "ppc64le": 203, "s390x": 217}
-# /proc entries a root process could change the kernel through (Docker makes the same read-only)
-_PROC_READ_ONLY = ("sys", "sysrq-trigger", "irq", "bus", "fs")
+# /proc entries a root process could change the kernel through without a capability (Docker makes
+# these and a few more read-only; each is a mount per view, and views are made per pod)
+_PROC_READ_ONLY = ("sys", "sysrq-trigger")
+# the cgroups the supervisor makes for memory limits (``memory``), left writable under a read-only /sys
+_CGROUPS_WRITTEN = ("/sys/fs/cgroup/memory",)
 
 
 @dataclass(frozen=True)
@@ -228,23 +231,13 @@ class _Mounter:
         if os.path.isdir(sys_dir) and os.path.ismount(sys_dir):
             with _unless(strict):
                 self.read_only(sys_dir, recursive=True)
-                if os.path.isdir("/sys/fs/cgroup"):  # memory limits: cgroups the supervisor makes
-                    self.mount("/sys/fs/cgroup", os.path.join(sys_dir, "fs", "cgroup"), None, _MS_BIND | _MS_REC)
+                for cgroup in _CGROUPS_WRITTEN:
+                    if os.path.ismount(cgroup):
+                        self.mount(cgroup, os.path.join(root, cgroup.lstrip("/")), None, _MS_BIND)
         # a block device node, read as root, is the disk under every mask
-        for directory in ("/dev", "/dev/mapper"):
-            try:
-                entries = list(os.scandir(directory))
-            except OSError:
-                continue
-            for entry in entries:
-                try:
-                    mode = entry.stat(follow_symlinks=False).st_mode
-                except OSError:
-                    continue
-                if not stat.S_ISBLK(mode):
-                    continue
-                with _unless(strict):
-                    self.mount("/dev/null", os.path.join(root, entry.path.lstrip("/")), None, _MS_BIND)
+        for path in _block_devices():
+            with _unless(strict):
+                self.mount("/dev/null", os.path.join(root, path.lstrip("/")), None, _MS_BIND)
 
     def mask(self, root: str, path: str) -> None:
         """Cover ``path`` (a host directory) in the view with an empty tmpfs, made read-only by ``seal``."""
@@ -273,6 +266,34 @@ class _Mounter:
         self.mount(
             "tmpfs", "/" + OLD_ROOT, "tmpfs", _MS_RDONLY | _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, "mode=000,size=4k"
         )
+
+
+def _block_devices() -> list[str]:
+    """The block device nodes of ``/dev``: the kernel's block devices by name (``/sys/class/block``,
+    one directory read) where devtmpfs made their nodes, else a scan of ``/dev``; each checked to
+    be one (a stat of each of ~100 entries of /dev costs milliseconds while mounts are made)."""
+    try:
+        names = os.listdir("/sys/class/block")
+        candidates = [f"/dev/{name}" for name in names] + [
+            f"/dev/mapper/{name}" for name in _listdir("/dev/mapper") if name != "control"
+        ]
+    except OSError:
+        candidates = [f"/dev/{name}" for name in _listdir("/dev")]
+    out = []
+    for path in candidates:
+        try:
+            if stat.S_ISBLK(os.lstat(path).st_mode):
+                out.append(path)
+        except OSError:
+            continue
+    return out
+
+
+def _listdir(path: str) -> list[str]:
+    try:
+        return os.listdir(path)
+    except OSError:
+        return []
 
 
 @contextlib.contextmanager
@@ -358,16 +379,6 @@ def enter(
     namespace, a view of ``/`` with ``mounts`` added and ``sandbox`` hidden as its root, then
     ``chdir(workdir)``."""
     prepare(root, sandbox=sandbox).finish(mounts, workdir, workdirs)
-
-
-def shadows(mounts: list[Mount], paths: list[str]) -> bool:
-    """Whether a mount of ``mounts`` covers one of ``paths`` (or an ancestor of one) in a view."""
-    targets = [os.path.realpath(m.target) for m in mounts]
-    for path in paths:
-        real = os.path.realpath(path)
-        if any(real == t or real.startswith(t.rstrip("/") + "/") for t in targets):
-            return True
-    return False
 
 
 def join(pid: int, workdir: str | None) -> bool:

@@ -31,6 +31,14 @@ NOT_ENFORCED = {
     "sysctls": "sysctls are the host's",
     "seLinuxChangePolicy": "no SELinux label is applied",
 }
+_NOTHING_ASKED: tuple[object, ...] = (
+    None,
+    False,
+    {},
+    [],
+    "Default",
+    {"type": "Unconfined"},
+)  # what this node does anyway
 POD_ONLY = ("fsGroup", "fsGroupChangePolicy", "supplementalGroups", "supplementalGroupsPolicy", "sysctls")
 _RW_MASK, _RO_MASK, _EXEC_MASK = 0o660, 0o440, 0o110
 
@@ -78,7 +86,7 @@ def pod_security(pod: dict[str, Any]) -> PodSecurity:
         out.fs_group_policy = str(policy)
     out.fs_user = fs_user(pod)
     for name, why in NOT_ENFORCED.items():
-        if name in context and context[name] not in (None, {}, [], False) and name not in ("privileged",):
+        if name in context and context[name] not in _NOTHING_ASKED and name != "privileged":
             out.warnings.append(f"spec.securityContext.{name} ({why})")
     if not privileges.can_switch_user() and any(
         context.get(n) is not None for n in ("runAsUser", "runAsGroup", "fsGroup", "supplementalGroups")
@@ -141,7 +149,7 @@ def identity(pod: dict[str, Any], container: dict[str, Any], where: str) -> tupl
         if name in POD_ONLY:
             continue
         value = context.get(name)
-        if value not in (None, False, {}, "Default"):
+        if value not in _NOTHING_ASKED:
             warnings.append(f"{where}.securityContext.{name} ({why})")
     if not switching:
         if uid is not None or gid is not None or groups is not None:
