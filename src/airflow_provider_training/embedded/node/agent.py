@@ -178,6 +178,7 @@ class NodeAgent:
         )
         self.supervisors.warm()
         self.broker.node_dir = self.node_dir
+        self.broker.serve()  # MPI launchers' exec into their workers (their views hide the node)
         transport = await self._listen()
         log.info(
             "node agent: mounts by %s, %d GPU(s), pod addresses %s",
@@ -193,7 +194,7 @@ class NodeAgent:
             await controller_runtime.run(self, ctx, self.work, on_event=self._on_event, own_writes=self.own_writes)
         finally:
             tick.cancel()
-            self.broker.close_all()
+            self.broker.close()
             self.supervisors.stop_zygote()
             if transport is not None:
                 asyncio.get_running_loop().remove_reader(transport.fileno())
@@ -262,7 +263,6 @@ class NodeAgent:
                 self._terminate(tracked)
             else:
                 log.info("adopted pod %s/%s", tracked.namespace, tracked.name)
-                self._serve_exec(tracked, spec)
                 if not (pod.get("spec") or {}).get("nodeName"):
                     tracked.binding = self._binding(pod, spec.get("podIP") or LOCALHOST, now_timestamp())
                 self._sync(tracked)
@@ -500,7 +500,6 @@ class NodeAgent:
         process = self.supervisors.spawn(directory)
         tracked = Tracked(uid, namespace, name, directory, process)
         tracked.address = pod_ip
-        self._serve_exec(tracked, spec)
         self._warn_unsandboxed(pod, spec)
         tracked.binding = self._binding(pod, pod_ip, now_timestamp())
         tracked.unwritten_since = tracked.started
@@ -509,16 +508,6 @@ class NodeAgent:
         # report window has passed without one (the pod's reconcile comes back then).
         self.work.add_after(tracked.key, self.window)
         return True
-
-    def _serve_exec(self, tracked: Tracked, spec: dict[str, Any]) -> None:
-        """An MPI launcher's ``kubectl exec`` reaches the node through a socket in its view."""
-        if spec.get("execSocket"):
-            try:
-                self.broker.serve(
-                    tracked.uid, Path(spec["execSocket"]), tracked.namespace, str(spec.get("owner") or "")
-                )
-            except OSError as exc:
-                log.warning("cannot serve kubectl exec to %s/%s: %s", tracked.namespace, tracked.name, exc)
 
     def _warn_unsandboxed(self, pod: dict[str, Any], spec: dict[str, Any]) -> None:
         """One Warning event per pod for what of it this node does not enforce."""
@@ -717,7 +706,6 @@ class NodeAgent:
 
     def _release(self, uid: str) -> None:
         """Give back what a pod held; pods waiting for room are tried again."""
-        self.broker.close(uid)
         if uid in self.capacity.held:
             self.capacity.release(uid)
             for key in self.waiting.values():

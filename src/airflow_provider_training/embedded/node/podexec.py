@@ -25,6 +25,7 @@ SPEC = "spec.json"
 # One file per exec'd process of the pod (its pid; its start time inside): what the pod's supervisor
 # kills when the pod ends, as a runtime kills an exec'd process with its container.
 EXECS = "execs"
+BROKER_SOCKET = "exec.sock"  # in ``<home>/node/bin``, served by the node agent (``execbroker``)
 
 
 def find_pod(node_dir: Path, namespace: str, pod: str) -> tuple[Path, dict[str, Any]] | None:
@@ -157,6 +158,11 @@ def main(argv: list[str]) -> int:
     if not command:
         print("error: you must specify at least one command for the container", file=sys.stderr)
         return 2
+    if not (node_dir / "pods").is_dir() and (node_dir / "bin" / BROKER_SOCKET).exists():
+        # inside a pod's view (an MPI launcher's kubectl or rsh agent): the node runs it
+        from airflow_provider_training.embedded.node import execclient
+
+        return execclient.forward(str(node_dir / "bin" / BROKER_SOCKET), argv[2:])
     found = find_pod(node_dir, namespace, pod)
     if found is None:
         print(f'Error from server (NotFound): pods "{pod}" not found', file=sys.stderr)

@@ -30,7 +30,7 @@ from airflow_provider_training.embedded.node.runtime import Runtime
 from airflow_provider_training.embedded.paths import Home
 from airflow_provider_training.embedded.store import Store
 from airflow_provider_training.frameworks import expand_command, mpi, plugin_for_operator, pytorch, resolve_env
-from airflow_provider_training.frameworks.labels import OPERATOR_NAME
+from airflow_provider_training.frameworks.labels import JOB_NAME, OPERATOR_NAME
 
 NODE_NAME = "embedded"
 GPU = "nvidia.com/gpu"
@@ -458,14 +458,11 @@ def build(
     read_only = {v["name"] for v in spec.get("volumes") or [] if "configMap" in v or "secret" in v or "projected" in v}
     owner_plugin = plugin_for_operator((meta.get("labels") or {}).get(OPERATOR_NAME))
     kind_env = dict(owner_plugin.local_process_env) if owner_plugin is not None else {}
-    exec_socket = ""
     for init_container in spec.get("initContainers") or []:
         if isinstance(init_container, dict) and init_container.get("name") == mpi.KUBECTL_DELIVERY_NAME:
             target = kubectl_target(init_container, dirs)
             if target is not None:
-                brokered = ctx.isolation == isolation.NAMESPACE
-                deliver_kubectl(target, ctx.node_dir, meta["namespace"], brokered)
-                exec_socket = str(target / EXEC_SOCKET) if brokered else ""
+                deliver_kubectl(target, ctx.node_dir, meta["namespace"])
     gpu_left = list(gpu_ids)
 
     def container_spec(container: dict[str, Any], init: bool, where: str) -> dict[str, Any]:
@@ -532,7 +529,8 @@ def build(
         "namespace": meta["namespace"],
         "pod": meta["name"],
         "uid": meta["uid"],
-        "owner": _controller_uid(meta),
+        "job": job_of(meta),
+        "execBroker": launches_mpi(spec),
         "podIP": ctx.pod_ip,
         "isolation": ctx.isolation,
         "sandbox": ctx.sandbox.to_dict(),
@@ -541,7 +539,6 @@ def build(
         "restartPolicy": spec.get("restartPolicy") or "Always",
         "gracePeriod": float(spec.get("terminationGracePeriodSeconds", 30)),
         "warnings": warnings,
-        "execSocket": exec_socket,
     }
 
 
@@ -608,25 +605,47 @@ def kubectl_target(container: dict[str, Any], dirs: dict[str, Path]) -> Path | N
     return None
 
 
-def deliver_kubectl(directory: Path, node_dir: Path, namespace: str, broker: bool = False) -> None:
+def deliver_kubectl(directory: Path, node_dir: Path, namespace: str) -> None:
     """What the ``kubectl-delivery`` image does (an MPIJob launcher's init container): a ``kubectl``
-    whose ``exec`` reaches the pods of this node (``podexec``). With ``broker`` (namespace
-    isolation, where the launcher's view hides the node's files and it holds no privilege to enter
-    another pod's view) it asks the node agent through ``exec.sock`` beside it (``execbroker``)."""
+    whose ``exec`` reaches the pods of this node (``podexec``; from inside a view, through the node
+    agent: ``execbroker``)."""
     import sys
 
     entry = Path(__file__).with_name("entry.py")
     # the node's default for how long an orted may take to call back; the launcher's env wins
     default = os.environ.get(orted.TIMEOUT_ENV, "")
     timeout = f': "${{{orted.TIMEOUT_ENV}:={shlex.quote(default)}}}"; export {orted.TIMEOUT_ENV}\n' if default else ""
-    if broker:
-        run = f'exec "{sys.executable}" -I -S "{entry}" remote-exec "${{0%/*}}/{EXEC_SOCKET}" "$@"\n'
-    else:
-        run = f'exec "{sys.executable}" -I -S "{entry}" exec "{node_dir}" "{namespace}" "$@"\n'
-    script = f"#!/bin/sh\n# kubectl exec for the embedded node (delivered by the node agent)\n{timeout}{run}"
+    script = (
+        "#!/bin/sh\n# kubectl exec for the embedded node (delivered by the node agent)\n"
+        f'{timeout}exec "{sys.executable}" -I -S "{entry}" exec "{node_dir}" "{namespace}" "$@"\n'
+    )
     target = directory / "kubectl"
     target.write_text(script)
     target.chmod(0o755)
 
 
-EXEC_SOCKET = "exec.sock"
+# the labels that name the job a pod belongs to (a JobSet's, a training job's), most specific last
+JOB_LABELS = ("jobset.sigs.k8s.io/jobset-name", JOB_NAME)
+
+
+def job_of(meta: dict[str, Any]) -> str:
+    """Which job the pod belongs to, for the node's exec (an MPI launcher reaches its own job's pods)."""
+    labels = meta.get("labels") if isinstance(meta.get("labels"), dict) else {}
+    assert isinstance(labels, dict)
+    for label in JOB_LABELS:
+        if labels.get(label):
+            return f"{label}={labels[label]}"
+    owner = _controller_uid(meta)
+    return f"uid={owner}" if owner else ""
+
+
+def launches_mpi(spec: dict[str, Any]) -> bool:
+    """An MPI launcher: it execs into other pods (``kubectl-delivery``, or an rsh agent in its env)."""
+    for container in (spec.get("initContainers") or []) + (spec.get("containers") or []):
+        if not isinstance(container, dict):
+            continue
+        if container.get("name") == mpi.KUBECTL_DELIVERY_NAME:
+            return True
+        if any(isinstance(e, dict) and e.get("name") == "OMPI_MCA_plm_rsh_agent" for e in container.get("env") or []):
+            return True
+    return False
