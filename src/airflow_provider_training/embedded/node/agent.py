@@ -489,7 +489,12 @@ class NodeAgent:
         self.waiting.pop(uid, None)
         self.reported.pop(uid, None)
         self.retry.pop(uid, None)
-        spec.update(logs=str(self.ctx.home.logs), notify=str(self.socket_path), backoff=self.backoff)
+        spec.update(
+            home=str(self.ctx.home.root),
+            logs=str(self.ctx.home.logs),
+            notify=str(self.socket_path),
+            backoff=self.backoff,
+        )
         if self.isolation == isolation.LINKS:
             for container in spec["initContainers"] + spec["containers"]:
                 problems = isolation.link([isolation.Mount.from_dict(m) for m in container["mounts"]])

@@ -10,7 +10,9 @@ reports a death by signal S as exit code 128+S, and a memory-limit kill as ``OOM
 After every change it rewrites ``state.json`` atomically and pings the agent's socket. It holds
 ``supervisor.lock`` for its whole life, so the agent can tell a live supervisor from a dead one
 after its own restart. SIGTERM (the pod was deleted) stops the containers (SIGTERM, then SIGKILL
-after the grace period) and ends the supervisor.
+after the grace period) and ends the supervisor. So does the deletion of the data directory
+(``rm -rf`` of a home, a test's temporary one): no daemon can adopt the pod any more, and a
+supervisor left to restart its containers for ever is what once piled up by the thousand.
 
 Standard library only, and no import of the package's ``__init__`` (see ``entry.py``): it starts
 once per pod, so its start-up time is part of every job's.
@@ -42,6 +44,8 @@ STATE = "state.json"
 LOCK = "supervisor.lock"
 
 PENDING, RUNNING, SUCCEEDED, FAILED = "Pending", "Running", "Succeeded", "Failed"
+# How often a supervisor looks whether its data directory still exists (one fstat).
+HOME_CHECK_INTERVAL = 5.0
 
 
 def now_rfc3339() -> str:
@@ -129,6 +133,10 @@ class Supervisor:
         self.in_view = False  # this process entered the pod's view: containers start plainly in it
         self.sandbox = isolation.Sandbox.from_dict(self.spec.get("sandbox"))
         self.logs = str(self.spec.get("logs") or pod_dir)
+        # The data directory, held open: its link count drops to 0 once it is deleted, which a
+        # path could not tell inside the pod's view (there it is covered by an empty tmpfs).
+        self.home = _open_directory(self.spec.get("home"))
+        self.home_checked = time.monotonic()
 
     # -- state ------------------------------------------------------------------------------
     def write_state(self, done: bool = False) -> None:
@@ -515,10 +523,29 @@ class Supervisor:
         timeout = max(0.0, min(due) - time.monotonic()) if due else None
         if any(c.limiter is not None and c.limiter.needs_polling for c in self.inits + self.mains):
             timeout = memory.POLL_INTERVAL if timeout is None else min(timeout, memory.POLL_INTERVAL)
+        if self.home >= 0:
+            timeout = HOME_CHECK_INTERVAL if timeout is None else min(timeout, HOME_CHECK_INTERVAL)
         for c in self.inits:
             if c.wait_until is not None:
                 timeout = c.wait_poll if timeout is None else min(timeout, c.wait_poll)
         return timeout
+
+    def home_deleted(self) -> bool:
+        """Whether the data directory was deleted (checked every ``HOME_CHECK_INTERVAL``): then no
+        daemon will ever adopt this pod, and the supervisor stops it rather than wait for ever."""
+        now = time.monotonic()
+        if self.home < 0 or now - self.home_checked < HOME_CHECK_INTERVAL:
+            return False
+        self.home_checked = now
+        try:
+            gone = os.fstat(self.home).st_nlink == 0
+        except OSError:
+            return False
+        if gone:
+            self.terminating = True
+            self.message = f"the data directory {self.spec.get('home')} was deleted; no daemon can adopt this pod"
+            print(f"{self.message}: stopping its containers", flush=True)
+        return gone
 
     def finished_pod(self) -> bool:
         return self.phase in (SUCCEEDED, FAILED)
@@ -567,6 +594,8 @@ class Supervisor:
                         os.read(rfd, 4096)
                 else:
                     self.read_output(key.fd)
+            if self.home_deleted():
+                break
             changed = self.reap()
             changed = self.check_waits() or changed
             changed = self.due_restarts() or changed
@@ -604,6 +633,16 @@ def _read_all(fd: int) -> str:
     with contextlib.suppress(OSError):
         return os.read(fd, 4096).decode(errors="replace")
     return ""
+
+
+def _open_directory(path: object) -> int:
+    """A descriptor of ``path`` (close-on-exec, no access to its files), or -1."""
+    if not path:
+        return -1
+    try:
+        return os.open(str(path), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | getattr(os, "O_PATH", 0))
+    except OSError:
+        return -1
 
 
 def _wait_paths(wait: dict[str, Any]) -> list[str]:

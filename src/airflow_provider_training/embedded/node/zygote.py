@@ -10,7 +10,9 @@ job's start).
 Each child starts a session of its own, points stdin at /dev/null and stdout / stderr at
 ``<pod-dir>/supervisor.log``, and becomes that pod's supervisor, exactly as a freshly started one:
 it outlives the zygote and the daemon. The zygote ends when its stdin closes (the daemon stopped or
-died); it ignores SIGCHLD so the kernel reaps the supervisors it forked. Standard library only.
+died), or, should the pipe's write end have leaked into a process that outlives the daemon, once it
+finds its parent gone (checked every ``PARENT_CHECK`` seconds); it ignores SIGCHLD so the kernel
+reaps the supervisors it forked. Standard library only.
 
 Spares (``--spares N``): the zygote keeps up to N children forked ahead, each waiting on a pipe
 for its pod directory. With ``--view-root`` a spare has also built the part of a pod view every
@@ -38,6 +40,7 @@ from airflow_provider_training.embedded.node import isolation, supervisor
 
 REFILL_DELAY = 0.2
 MAX_AGE = 60.0
+PARENT_CHECK = 1.0
 
 
 def _child(pod_dir: str, view: isolation.View | None = None, note: str = "") -> None:
@@ -205,9 +208,13 @@ def main(argv: list[str] | None = None) -> int:
     sandbox = isolation.Sandbox(tuple(options.hide), tuple(options.expose))
     spares = Spares(options.spares, options.view_root, tuple(options.premount), sandbox)
     spares.last_request = time.monotonic() - REFILL_DELAY  # the first spares at once
+    parent = os.getppid()
     pending = b""
     while True:
-        readable, _, _ = select.select([0], [], [], spares.due())
+        due = spares.due()
+        readable, _, _ = select.select([0], [], [], PARENT_CHECK if due is None else min(due, PARENT_CHECK))
+        if os.getppid() != parent:
+            return 0  # the daemon is gone: its spares see their pipes close and go too
         if not readable:
             spares.tend()
             continue
