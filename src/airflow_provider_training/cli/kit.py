@@ -15,11 +15,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from airflow_provider_training.kitops import api, keys, packpush, signing, transfer
+from airflow_provider_training.kitops import api, keys, listing, packpush, signing, transfer
 from airflow_provider_training.kitops import diff as diffmod
 from airflow_provider_training.kitops import pack as packmod
 from airflow_provider_training.kitops.mediatypes import LAYER_FORMATS
-from airflow_provider_training.kitops.modelpack import read_kitfile
 from airflow_provider_training.kitops.reference import DEFAULT_TAG, ReferenceError, parse
 from airflow_provider_training.kitops.registry import RegistryError
 from airflow_provider_training.kitops.store import LocalStore, StoreError
@@ -117,7 +116,7 @@ def register(subparsers: Any) -> None:
     _net(p)
     p.set_defaults(func=cmd_login)
 
-    p = sub.add_parser("list", help="list ModelKits in the local store")
+    p = sub.add_parser("list", help="list ModelKits in the local store (JSON as kit 1.17: sizes in bytes)")
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.set_defaults(func=cmd_list)
 
@@ -280,41 +279,10 @@ def cmd_login(args: argparse.Namespace) -> int:
     return 0
 
 
-def _human(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.1f} {unit}" if unit != "B" else f"{int(size)} B"
-        size /= 1024
-    return f"{n} B"
-
-
 @_guard
 def cmd_list(args: argparse.Namespace) -> int:
-    store = LocalStore()
-    rows = []
-    for kit in store.list():
-        manifest = store.read_manifest(kit.descriptor)
-        config = read_kitfile(manifest, store.read_blob(manifest["config"]["digest"]), kit.repo_key).to_go_dict()
-        size = sum(layer["size"] for layer in manifest.get("layers") or []) + manifest["config"]["size"]
-        repo = kit.repo_key if kit.repo_key != packmod.UNTAGGED_REPO else "<none>"
-        rows.append(
-            {
-                "repo": repo,
-                "digest": kit.descriptor.digest,
-                "tags": list(kit.tags),
-                "modelName": (config.get("model") or {}).get("name", ""),
-                "size": _human(size),
-                "author": ", ".join((config.get("package") or {}).get("authors") or []),
-            }
-        )
-    if args.format == "json":  # as kit: one indented JSON array
-        print(json.dumps(rows, indent=2))
-        return 0
-    print(f"{'REPOSITORY':<40} {'TAG':<12} {'NAME':<20} {'SIZE':<10} DIGEST")
-    for row in rows:
-        for tag in row["tags"] or ["<none>"]:
-            print(f"{row['repo']:<40} {tag:<12} {row['modelName']:<20} {row['size']:<10} {row['digest']}")
+    listed = listing.rows(LocalStore())
+    print(listing.to_json(listed) if args.format == "json" else listing.to_table(listed))
     return 0
 
 
