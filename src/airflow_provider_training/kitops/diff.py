@@ -101,9 +101,9 @@ def _file_table(side: Side, layer: dict[str, Any]) -> dict[str, tuple[str, int]]
             name = (layer.get("annotations") or {}).get(mediatypes.ANNOTATION_FILEPATH, layer["digest"])
             table[name] = (sha.hexdigest(), size)
             return table
-        size = layer.get("size")
+        stored = layer.get("size")
         what = f"layer {layer['digest']}"
-        stream = open_decompressed(fh, compression, size if isinstance(size, int) else 0, what)
+        stream = open_decompressed(fh, compression, stored if isinstance(stored, int) else 0, what)
         with tarfile.open(fileobj=stream, mode="r|") as tar:
             for member in tar:
                 if not member.isfile():
