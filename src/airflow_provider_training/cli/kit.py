@@ -20,6 +20,7 @@ from airflow_provider_training.kitops import diff as diffmod
 from airflow_provider_training.kitops import index as ix
 from airflow_provider_training.kitops import pack as packmod
 from airflow_provider_training.kitops.indexstore import IndexStore
+from airflow_provider_training.kitops.jsontext import go_indent
 from airflow_provider_training.kitops.mediatypes import LAYER_FORMATS
 from airflow_provider_training.kitops.reference import DEFAULT_TAG, ReferenceError, parse
 from airflow_provider_training.kitops.registry import RegistryError
@@ -639,7 +640,7 @@ def cmd_index_list(args: argparse.Namespace) -> int:
         rows.append({"repo": repo, "digest": stored.descriptor.digest, "tags": list(stored.tags), "modelKits": count})
     rows.sort(key=lambda r: (r["repo"], r["digest"]))
     if args.format == "json":  # kit's indexListing: tags [] (never null), modelKits null when unreadable
-        print(listing.go_indent(go_marshal(rows)))
+        print(go_indent(go_marshal(rows)))
         return 0
     lines: list[tuple[str, ...]] = [("REPOSITORY", "TAG", "MODELKITS", "DIGEST")]
     for row in rows:
@@ -660,7 +661,7 @@ def cmd_index_inspect(args: argparse.Namespace) -> int:
     else:
         _, data = IndexStore(LocalStore()).resolve(ref)
     ix.parse(data, f"index {ref}")
-    print(listing.go_indent(data.decode()))
+    print(go_indent(data.decode()))
     return 0
 
 

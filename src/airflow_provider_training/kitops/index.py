@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_provider_training.kitops import mediatypes
+from airflow_provider_training.kitops.jsontext import go_compact
 from airflow_provider_training.specs.gojson import go_marshal, go_string
 
 MAX_INDEX_BYTES = 4 << 20  # what a registry must accept for a manifest (OCI distribution spec)
@@ -266,29 +267,6 @@ def _end_of_value(s: str, i: int) -> int:
     m = _SCALAR.match(s, i)
     assert m is not None
     return m.end()
-
-
-def go_compact(raw: str) -> str:
-    """Go's ``json.Compact`` with HTML escaping (what marshalling a ``RawMessage`` does)."""
-    out: list[str] = []
-    in_string = escaped = False
-    for ch in raw:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-            out.append(
-                {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}.get(ch, ch)
-            )
-        elif ch == '"':
-            in_string = True
-            out.append(ch)
-        elif ch not in _WS:
-            out.append(ch)
-    return "".join(out)
 
 
 def _members(s: str, i: int) -> Iterable[tuple[str, int, int]]:

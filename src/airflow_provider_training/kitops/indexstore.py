@@ -11,7 +11,6 @@ may not be present locally).
 
 from __future__ import annotations
 
-import base64
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,16 +98,7 @@ class IndexStore:
 
     def list(self) -> list[StoredIndex]:
         out: list[StoredIndex] = []
-        if not self.store.root.is_dir():
-            return out
-        for path in sorted(self.store.root.iterdir()):
-            m = _FILE_RE.match(path.name)
-            if not m:
-                continue
-            try:
-                repo_key = base64.urlsafe_b64decode(m[1]).decode()
-            except ValueError:
-                continue
+        for repo_key, _ in self.store.repo_files(_FILE_RE):
             state = self._read(repo_key)
             for entry in state["manifests"]:
                 tags = tuple(sorted(t for t, d in state["tags"].items() if d["digest"] == entry["digest"]))

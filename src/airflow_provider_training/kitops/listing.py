@@ -17,6 +17,7 @@ import math
 from typing import Any
 
 from airflow_provider_training.kitops import mediatypes
+from airflow_provider_training.kitops.jsontext import go_indent
 from airflow_provider_training.kitops.modelpack import read_kitfile
 from airflow_provider_training.kitops.store import LocalStore
 from airflow_provider_training.specs.gojson import go_marshal
@@ -78,43 +79,3 @@ def to_table(listed: list[dict[str, Any]]) -> str:
             lines.append(cells)
     widths = [max(len(line[i]) for line in lines) + 3 for i in range(len(_TABLE_HEADER) - 1)]
     return "\n".join("".join(c.ljust(w) for c, w in zip(line, widths, strict=False)) + line[-1] for line in lines)
-
-
-def go_indent(compact: str, indent: str = "  ") -> str:
-    """Go's ``json.Indent`` of compact JSON (what ``MarshalIndent`` does after ``Marshal``)."""
-    out: list[str] = []
-    depth = 0
-    in_string = escaped = False
-    need_newline = False
-    for ch in compact:
-        if in_string:
-            out.append(ch)
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-            continue
-        if need_newline and ch not in "]}":
-            out.append("\n" + indent * depth)
-        need_newline = False
-        if ch == '"':
-            in_string = True
-            out.append(ch)
-        elif ch in "[{":
-            out.append(ch)
-            depth += 1
-            need_newline = True
-        elif ch in "]}":
-            depth -= 1
-            if out and out[-1] not in "[{":
-                out.append("\n" + indent * depth)
-            out.append(ch)
-        elif ch == ",":
-            out.append(",\n" + indent * depth)
-        elif ch == ":":
-            out.append(": ")
-        else:
-            out.append(ch)
-    return "".join(out)

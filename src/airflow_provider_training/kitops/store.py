@@ -246,16 +246,7 @@ class LocalStore:
 
     def list(self) -> list[StoredModelKit]:
         out: list[StoredModelKit] = []
-        if not self.root.is_dir():
-            return out
-        for path in sorted(self.root.iterdir()):
-            m = _INDEX_FILE_RE.match(path.name)
-            if not m:
-                continue
-            try:
-                repo_key = base64.urlsafe_b64decode(m[1]).decode()
-            except ValueError:
-                continue
+        for repo_key, path in self.repo_files(_INDEX_FILE_RE):
             index = self.read_json(path, {"manifests": []})
             tags = self.read_json(self._tags_path(repo_key), {})
             for entry in index.get("manifests") or []:
@@ -263,6 +254,20 @@ class LocalStore:
                 names = tuple(sorted(t for t, d in tags.items() if d.get("digest") == desc.digest))
                 out.append(StoredModelKit(repo_key, names, desc))
         return out
+
+    def repo_files(self, pattern: re.Pattern[str]) -> Iterator[tuple[str, Path]]:
+        """``(registry/repo, path)`` of each per-repository file whose name ``pattern`` matches
+        (its group 1 being the base64url repository name), in name order."""
+        if not self.root.is_dir():
+            return
+        for path in sorted(self.root.iterdir()):
+            m = pattern.match(path.name)
+            if not m:
+                continue
+            try:
+                yield base64.urlsafe_b64decode(m[1]).decode(), path
+            except ValueError:
+                continue
 
     def tag(self, src: Reference, dst: Reference) -> Descriptor:
         desc = self.resolve(src)
