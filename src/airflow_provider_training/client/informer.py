@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import weakref
 from collections.abc import AsyncIterator, Callable, Hashable, Mapping
@@ -112,7 +113,11 @@ class Informer:
         self.error: BaseException | None = None
         self.synced = asyncio.Event()
         self._idle: asyncio.TimerHandle | None = None
-        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"informer {self.kind} {self.namespace}")
+        # A context of its own: not the first subscriber's (a triggerer routes a trigger's log lines
+        # by context variables; the shared watch belongs to no one trigger).
+        self._task = asyncio.get_running_loop().create_task(
+            self._run(), name=f"informer {self.kind} {self.namespace}", context=contextvars.Context()
+        )
 
     @property
     def subscribers(self) -> int:
