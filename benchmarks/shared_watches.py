@@ -83,7 +83,7 @@ asyncio.run(main())
 
 def percentile(values: list[float], p: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
 def run_mode(mode: str, plane: Any, namespace: str, jobs: list[tuple[str, str]], args: Any, driver: Any) -> dict:
@@ -156,10 +156,10 @@ def main() -> None:
     parser.add_argument("--settle", type=float, default=5.0, help="seconds for the waits to start / events to arrive")
     args = parser.parse_args()
     from kubernetes import client, config
-
-    from airflow_provider_training.embedded import start, stop
     from tests.factories import simple_job as job
     from tests.fixtures.job_driver import JobDriver
+
+    from airflow_provider_training.embedded import start, stop
 
     home = Path(tempfile.mkdtemp(prefix="bench-shared-watches-"))
     plane = start(home)

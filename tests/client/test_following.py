@@ -1,4 +1,5 @@
-"""The follow rules without I/O: a scripted server answers the requests of ``following.follow``.
+"""The follow rules without I/O: the scripted server of ``test_waiting`` answers the requests of
+``following.follow``.
 
 Each test plays what a real API server does to a long-lived watch (bookmarks, a dropped
 connection, 410 after a gap, a server that cannot watch, a broken line) and checks which requests
@@ -7,16 +8,15 @@ the follow makes and which changes it hands on — none lost across a 410.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from airflow_provider_training.client.errors import ApiError, Forbidden, Gone, Transient, api_error
+from airflow_provider_training.client.errors import Forbidden, Gone, Transient, api_error
 from airflow_provider_training.client.following import Follower, follow
-from airflow_provider_training.client.steps import Call, ReadOn, Run, Sleep
+from airflow_provider_training.client.steps import Run
+from tests.client.test_waiting import Server, line
 
 
 @dataclass
@@ -36,70 +36,20 @@ def listing(rv: str, *items: dict[str, Any]) -> dict[str, Any]:
     return {"metadata": {"resourceVersion": rv}, "items": [dict(i) for i in items]}
 
 
-def line(type_: str, obj: dict[str, Any]) -> str:
-    return json.dumps({"type": type_, "object": obj})
-
-
 def bookmark(rv: str) -> str:
     return line("BOOKMARK", {"kind": "PyTorchJob", "metadata": {"resourceVersion": rv}})
 
 
-Stream = list[str | ApiError]
-
-
-@dataclass
-class Server:
-    """Answers LISTs and watches from scripts; the follow stops once the last watch script is read."""
-
-    lists: list[dict[str, Any] | ApiError]
-    watches: list[Stream | ApiError] = field(default_factory=list)
-    log: list[str] = field(default_factory=list)
-    over: bool = False
-
-    def drive(self, run: Run[Any]) -> Any:
-        stream: Iterator[str | ApiError] | None = None
-        while (request := run.request) is not None:
-            if isinstance(request, ReadOn):
-                assert stream is not None
-                item = next(stream, None)
-                if item is None:
-                    self.over = not self.watches
-                run.throw(item) if isinstance(item, ApiError) else run.send(item)
-                continue
-            stream = None
-            if isinstance(request, Sleep):
-                self.log.append(f"sleep {request.seconds:g}")
-                run.send(None)
-                continue
-            assert isinstance(request, Call)
-            if request.kwargs.get("watch"):
-                self.log.append(f"watch from {request.kwargs['resource_version']}")
-                script = self.watches.pop(0)
-                if isinstance(script, ApiError):
-                    self.over = not self.watches
-                    run.throw(script)
-                    continue
-                stream = iter(script)
-                item = next(stream, None)
-                if item is None:
-                    self.over = not self.watches
-                run.throw(item) if isinstance(item, ApiError) else run.send(item)
-            else:
-                self.log.append("list")
-                answer = self.lists.pop(0)
-                run.throw(answer) if isinstance(answer, ApiError) else run.send(answer)
-        return run.result()
-
-
 def following(server: Server, settings: Settings | None = None) -> tuple[Follower, list[tuple[str, str, str]]]:
-    """Run a follow against ``server`` to its end; the changes it handed on as (type, name, rv)."""
+    """Run a follow against ``server`` until it has opened its last scripted watch (each test's last
+    script is an empty stream); the changes it handed on as (type, name, rv)."""
     seen: list[tuple[str, str, str]] = []
     follower = Follower(
         "PyTorchJob",
         "ns",
         settings or Settings(),
         on_event=lambda t, o: seen.append((t, o["metadata"]["name"], o["metadata"]["resourceVersion"])),
-        stopped=lambda: server.over,
+        stopped=lambda: not server.watches,
     )
     server.drive(Run(follow(follower, (10.0, 60.0))))
     return follower, seen
@@ -200,16 +150,16 @@ def test_a_server_that_cannot_watch_is_polled() -> None:
 
 def test_a_refused_first_list_fails_the_follow_and_a_later_one_only_if_it_is_final() -> None:
     with pytest.raises(Forbidden):
-        following(Server(lists=[Forbidden(403, "pytorchjobs is forbidden")]))
+        following(Server(lists=[Forbidden(403, "pytorchjobs is forbidden")], watches=[[]]))
     with pytest.raises(Transient):  # nothing to follow yet: the caller decides
-        following(Server(lists=[Transient(503, "unavailable")]))
+        following(Server(lists=[Transient(503, "unavailable")], watches=[[]]))
     server = Server(
         lists=[listing("10"), Transient(503, "unavailable"), listing("20")],
         watches=[[Gone()], []],
     )
     following(server)  # once listed, a failing list is retried after a back-off
     assert server.log == ["list", "watch from 10", "list", "sleep 0.5", "list", "watch from 20"]
-    server = Server(lists=[listing("10"), Forbidden(403, "access revoked")], watches=[[Gone()]])
+    server = Server(lists=[listing("10"), Forbidden(403, "access revoked")], watches=[[Gone()], []])
     with pytest.raises(Forbidden):
         following(server)
 

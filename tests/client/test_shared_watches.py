@@ -87,7 +87,7 @@ def test_subscribers_share_one_watch_and_the_last_one_leaving_closes_it(
             await others.aclose()  # two of three leave: the first still hears its job
             await asyncio.to_thread(driver.succeed, KIND, "a", test_namespace)
             while True:
-                type_, obj = await asyncio.wait_for(first.get(), 20)
+                _, obj = await asyncio.wait_for(first.get(), 20)
                 if job_state(obj).succeeded:
                     break
             assert open_watches(kubeconfig, "pytorchjobs") == baseline + 1

@@ -137,11 +137,7 @@ class AsyncTrainingJobClient(Driver):
         """The container's log line by line (``follow``: until the container ends or the server drops
         the stream). Nothing for a container that has not started or a pod that is gone; the
         response is closed when the caller stops iterating."""
-        kwargs: dict[str, Any] = {"previous": True} if previous else {"follow": follow}
-        if container:
-            kwargs["container"] = container
-        if tail_lines is not None:
-            kwargs["tail_lines"] = tail_lines
+        kwargs = op.log_options(container, tail_lines, **({"previous": True} if previous else {"follow": follow}))
         try:
             with translate():
                 response: Any = await self.core.read_namespaced_pod_log(

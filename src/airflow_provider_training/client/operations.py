@@ -204,14 +204,20 @@ def list_pods(namespace: str, label_selector: str, timeout: Timeout) -> Steps[Ob
     return sorted(listed.get("items") or [], key=lambda p: str(p["metadata"]["name"]))
 
 
+def log_options(container: str | None, tail_lines: int | None, **flags: bool) -> dict[str, Any]:
+    """``read_namespaced_pod_log``'s keyword arguments; unset ones left out (the server's defaults)."""
+    options: dict[str, Any] = {**flags}
+    if container:
+        options["container"] = container
+    if tail_lines is not None:
+        options["tail_lines"] = tail_lines
+    return options
+
+
 def read_log(
     pod: str, namespace: str, container: str | None, tail_lines: int | None, previous: bool, timeout: Timeout
 ) -> Steps[str]:
-    kwargs: dict[str, Any] = {"previous": previous}
-    if container:
-        kwargs["container"] = container
-    if tail_lines is not None:
-        kwargs["tail_lines"] = tail_lines
+    kwargs = log_options(container, tail_lines, previous=previous)
     text: str = yield core("read_namespaced_pod_log", pod, namespace, _request_timeout=timeout, read="text", **kwargs)
     return text
 

@@ -210,10 +210,10 @@ class TrainingJobClient(Driver):
 
     def stream_log(self, pod: str, namespace: str, *, container: str | None = None) -> Any:
         """An open ``follow=true`` log response (urllib3); read it with ``iter_resp_lines``."""
-        kwargs: dict[str, Any] = {"container": container} if container else {}
+        kwargs = op.log_options(container, None, follow=True)
         with translate():
             return self.core.read_namespaced_pod_log(
-                pod, namespace, follow=True, _preload_content=False, _request_timeout=(10.0, None), **kwargs
+                pod, namespace, _preload_content=False, _request_timeout=(10.0, None), **kwargs
             )
 
     def events(self, kind: str, name: str, namespace: str, *, uid: str | None = None) -> Objects:
