@@ -25,14 +25,16 @@ class Sample:
 
 
 def scrape(kubeconfig: Path | str) -> list[Sample]:
-    out = subprocess.run(
+    done = subprocess.run(
         [str(KUBECTL), "get", "--raw", "/metrics"],
         env={**os.environ, "KUBECONFIG": str(kubeconfig)},
         capture_output=True,
         text=True,
-        check=True,
         timeout=60,
-    ).stdout
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"kubectl get --raw /metrics failed ({done.returncode}): {done.stderr.strip()}")
+    out = done.stdout
     samples = []
     for line in out.splitlines():
         if (m := _SAMPLE.match(line)) is not None:
