@@ -28,7 +28,9 @@ from tests.fixtures.job_driver import JobDriver
 KIND = "PyTorchJob"
 
 
-def connector(kubeconfig: Path | str) -> Callable[[], contextlib.AbstractAsyncContextManager[AsyncTrainingJobClient]]:
+def connector(
+    kubeconfig: Path | str, backoff: float = 0.05
+) -> Callable[[], contextlib.AbstractAsyncContextManager[AsyncTrainingJobClient]]:
     @contextlib.asynccontextmanager
     async def connect() -> AsyncIterator[AsyncTrainingJobClient]:
         from kubernetes_asyncio import client, config
@@ -36,7 +38,7 @@ def connector(kubeconfig: Path | str) -> Callable[[], contextlib.AbstractAsyncCo
         configuration = client.Configuration()
         await config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
         async with client.ApiClient(configuration) as api:
-            yield AsyncTrainingJobClient(api, watch_timeout=30, poll_interval=0.5, backoff=0.05)
+            yield AsyncTrainingJobClient(api, watch_timeout=30, poll_interval=max(0.5, backoff), backoff=backoff)
 
     return connect
 
@@ -281,3 +283,39 @@ def test_metrics_need_the_credentials_and_count_from_the_server_side(
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(request, context=context, timeout=30)
         assert refused.value.code in (401, 431)  # an oversized header is refused before any handler
+
+
+def test_a_wait_for_a_namesake_the_shared_watch_has_not_seen_yet(
+    short_history: tuple[ControlPlane, Relay, Path],
+) -> None:
+    """A retry replaced the job (same name, new uid) while the shared watch was reconnecting: the
+    wait for the new one reads it, and the old one's deletion, arriving late, is not taken for its."""
+    plane, relay, relayed = short_history
+    driver = JobDriver(_sync_api(plane.kubeconfig), Path(plane.home))
+    custom = driver.custom
+    custom.create_namespaced_custom_object("kubeflow.org", "v1", "default", "pytorchjobs", job(name="retried"))
+    informers = Informers(linger=0)
+    connect = connector(relayed, backoff=5.0)  # a long pause before the watch resumes: the window
+
+    async def scenario() -> dict[str, Any]:
+        async with informers.subscribe("slow", connect, KIND, "default") as everything:
+            await everything.synced()
+            assert everything.objects["retried"]["metadata"]["uid"]
+            await eventually("the watch", lambda: open_watches(plane.kubeconfig, "pytorchjobs") == 1)
+            relay.cut()
+            await asyncio.to_thread(custom.delete_namespaced_custom_object,
+                                    "kubeflow.org", "v1", "default", "pytorchjobs", "retried")  # fmt: skip
+            created = await asyncio.to_thread(custom.create_namespaced_custom_object,
+                                              "kubeflow.org", "v1", "default", "pytorchjobs", job(name="retried"))  # fmt: skip
+            relay.restore()
+            uid = created["metadata"]["uid"]
+            assert everything.objects["retried"]["metadata"]["uid"] != uid  # the watch has not caught up
+            waiting = asyncio.create_task(informers.wait("slow", connect, KIND, "retried", "default", uid=uid))
+            await eventually("the watch to catch up", lambda: everything.objects["retried"]["metadata"]["uid"] == uid)
+            await asyncio.sleep(0.5)
+            assert not waiting.done()  # the old one's DELETED did not end it
+            await asyncio.to_thread(driver.succeed, KIND, "retried", "default")
+            return dict(await asyncio.wait_for(waiting, 30))
+
+    done = asyncio.run(asyncio.wait_for(scenario(), 120))
+    assert job_state(done).succeeded

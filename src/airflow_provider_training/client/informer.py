@@ -273,15 +273,28 @@ class Informers:
 
         async with self.subscribe(identity, connect, kind, namespace, name=name) as subscription:
             await within(subscription.synced())
-            obj = subscription.current() or await within(subscription.read())
+            obj = subscription.current()
+            caught_up = obj is not None and (not uid or _uid(obj) == uid)
+            if not caught_up:  # not seen yet, or a namesake the shared watch has not seen go: ask
+                obj = await within(subscription.read())
             if obj is None:
                 raise JobDeleted(kind, namespace, name)
-            if uid and obj["metadata"].get("uid") != uid:
+            if uid and _uid(obj) != uid:
                 raise JobDeleted(kind, namespace, name, "was replaced by another object of the same name")
+            mine = _uid(obj)
             action = waiter.listed(obj, "")
             while not isinstance(action, Done):
-                action = waiter.event(*await within(subscription.get()))
+                type_, changed = await within(subscription.get())
+                if _uid(changed) == mine:
+                    caught_up = True
+                elif not caught_up:
+                    continue  # the older namesake's last events, before the watch reaches this object
+                action = waiter.event(type_, changed)
             return action.obj
+
+
+def _uid(obj: dict[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("uid") or "")
 
 
 class _Unused:
