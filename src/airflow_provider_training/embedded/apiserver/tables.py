@@ -226,7 +226,39 @@ _BUILTIN: dict[str, list[Column]] = {
         NAME,
         ("Created At", "date", 0, lambda c: _meta(c, "creationTimestamp")),
     ],
+    "core/serviceaccounts": [NAME, ("Secrets", "string", 0, lambda a: len(a.get("secrets") or [])), AGE],
+    "rbac.authorization.k8s.io/roles": [NAME, ("Created At", "string", 0, lambda r: _meta(r, "creationTimestamp"))],
+    "rbac.authorization.k8s.io/clusterroles": [
+        NAME,
+        ("Created At", "string", 0, lambda r: _meta(r, "creationTimestamp")),
+    ],
+    "rbac.authorization.k8s.io/rolebindings": [
+        NAME,
+        (
+            "Role",
+            "string",
+            0,
+            lambda b: f"{(b.get('roleRef') or {}).get('kind')}/{(b.get('roleRef') or {}).get('name')}",
+        ),
+        AGE,
+        ("Users", "string", 1, lambda b: _subjects(b, "User")),
+        ("Groups", "string", 1, lambda b: _subjects(b, "Group")),
+        ("ServiceAccounts", "string", 1, lambda b: _subjects(b, "ServiceAccount")),
+    ],
 }
+# (kubectl's printers show the same columns for ClusterRoleBindings)
+_BUILTIN["rbac.authorization.k8s.io/clusterrolebindings"] = _BUILTIN["rbac.authorization.k8s.io/rolebindings"]
+
+
+def _subjects(binding: dict[str, Any], kind: str) -> str:
+    """``printRoleBinding``'s USERS / GROUPS / SERVICEACCOUNTS cells (``namespace:name`` for accounts)."""
+    found = []
+    for s in binding.get("subjects") or []:
+        if isinstance(s, dict) and s.get("kind") == kind:
+            found.append(
+                f"{s.get('namespace', '')}:{s.get('name')}" if kind == "ServiceAccount" else str(s.get("name"))
+            )
+    return ", ".join(found)
 
 
 def columns_for(rt: ResourceType) -> list[Column]:

@@ -112,7 +112,11 @@ def write_projected(store: Store, home: Home, pod: dict[str, Any], volume: dict[
     for source in spec.get("sources") or []:
         if "serviceAccountToken" in source:
             token = source["serviceAccountToken"]
-            _write(directory, token.get("path", "token"), serviceaccount.mint(home.root, pod).encode(), default_mode)
+            account = store.get(serviceaccount.ACCOUNTS_KEY, namespace, serviceaccount.account_of(pod))
+            uid = str((account or {}).get("metadata", {}).get("uid", ""))
+            _write(
+                directory, token.get("path", "token"), serviceaccount.mint(home.root, pod, uid).encode(), default_mode
+            )
         elif "configMap" in source or "secret" in source:
             kind = "configmap" if "configMap" in source else "secret"
             ref = source.get("configMap") or source.get("secret") or {}
