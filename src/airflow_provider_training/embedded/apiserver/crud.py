@@ -504,8 +504,8 @@ async def ensure_initial_namespaces(ctx: ServerContext, names: tuple[str, ...]) 
             canonical_form(NAMESPACES, namespace, new=True)
             ctx.store.create(NAMESPACES.key, {**namespace, "status": {"phase": "Active"}})
     # every namespace has its default account, those of a store from before accounts existed too
-    for namespace in ctx.store.list(NAMESPACES.key).items:
-        serviceaccount.ensure_default(ctx.store, namespace["metadata"]["name"])
+    for item in ctx.store.list(NAMESPACES.key).items:
+        serviceaccount.ensure_default(ctx.store, item["metadata"]["name"])
 
 
 __all__ = ["create", "delete", "delete_collection", "get", "list_", "patch", "replace"]

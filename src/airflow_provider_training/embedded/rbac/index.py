@@ -123,7 +123,7 @@ def _subject_keys(user: UserInfo) -> list[tuple[str, ...]]:
     return keys
 
 
-def _items(value: Any) -> list[dict[str, Any]]:
+def _items(value: Any) -> list[Rule]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
@@ -244,7 +244,8 @@ def _binding(kind: str, obj: dict[str, Any]) -> _Binding:
     ref = obj.get("roleRef") or {}
     subjects = tuple(
         (str(s.get("kind", "")), str(s.get("name", "")), str(s.get("namespace", "") or ""))
-        for s in _items(obj.get("subjects"))
+        for s in obj.get("subjects") or []
+        if isinstance(s, dict)
     )
     return _Binding(
         kind, meta["name"], meta.get("namespace", ""), (str(ref.get("kind", "")), str(ref.get("name", ""))), subjects
