@@ -4,6 +4,13 @@ Baselines, measured in the same run: the raw SQLite operation each request ends 
 read, label-index query, insert + commit on a WAL database), and an authenticated no-op HTTP
 request (``GET /version``) for the transport's own share.
 
+Authorization (issue 27: < 0.2 ms p50 added per request): a second daemon on a copy of the same
+store runs with ``AIRFLOW_TRAINING_AUTHORIZATION=permissive``; the same requests, with the token of
+a service account bound to ``view`` (so RBAC evaluates rules rather than waving ``system:masters``
+through), alternate between the RBAC daemon and the permissive one; the difference of the p50s is
+what authorization adds. The authorizer's own cost is timed in-process too (authentication, the
+request's attributes, the rule check).
+
     PYTHONPATH=src python benchmarks/apiserver_latency.py
 """
 
@@ -12,6 +19,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -21,7 +29,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).parent))
 from _apiserver_common import N_OBJECTS, percentiles, row, seeded_daemon, timed
 
-from airflow_provider_training.embedded import stop
+from airflow_provider_training.embedded import ControlPlane, start, stop
 
 REPEAT = 300
 
@@ -139,8 +147,113 @@ def main() -> None:
             f"get/list(selector) share above the HTTP no-op: p50 get {percentiles(api_get)[0] / percentiles(noop)[0]:.2f}x, "
             f"list {percentiles(api_list)[0] / percentiles(noop)[0]:.2f}x"
         )
+        authorization(plane, http)
     finally:
         stop(plane.home)
+
+
+def authorization(plane: ControlPlane, admin: httpx.Client) -> None:
+    """What RBAC adds to a request: the RBAC daemon against a permissive one on a copy of its store."""
+    permissive_home = Path(tempfile.mkdtemp(prefix="apt-bench-permissive-"))
+    with (
+        sqlite3.connect(Path(plane.home) / "store.db") as source,
+        sqlite3.connect(permissive_home / "store.db") as copy,
+    ):
+        source.backup(copy)  # a consistent copy of the live store (its WAL included)
+    permissive = start(permissive_home, env={"AIRFLOW_TRAINING_AUTHORIZATION": "permissive"}, timeout=300)
+    try:
+        admin.post("/api/v1/namespaces/default/serviceaccounts", json={"metadata": {"name": "bench"}})
+        admin.post(
+            "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings",
+            json={
+                "metadata": {"name": "bench-view"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+                "subjects": [{"kind": "ServiceAccount", "name": "bench", "namespace": "default"}],
+            },
+        ).raise_for_status()
+        clients = {}
+        for name, daemon in (("rbac", plane), ("permissive", permissive)):
+            boot = httpx.Client(
+                base_url=daemon.api_url, verify=str(daemon.ca), headers={"Authorization": f"Bearer {daemon.token}"}
+            )
+            boot.post("/api/v1/namespaces/default/serviceaccounts", json={"metadata": {"name": "bench"}})
+            token = boot.post("/api/v1/namespaces/default/serviceaccounts/bench/token", json={"spec": {}}).json()
+            boot.close()
+            clients[name] = httpx.Client(
+                base_url=daemon.api_url,
+                verify=str(daemon.ca),
+                headers={"Authorization": f"Bearer {token['status']['token']}"},
+                timeout=30,
+            )
+        pod = "/api/v1/namespaces/default/pods/job500-worker-3"
+        selector = {"labelSelector": "training.kubeflow.org/job-name=job500"}
+        requests = {
+            "get pod": lambda c: c.get(pod).raise_for_status(),
+            "list, selector = 10 pods": lambda c: c.get(
+                "/api/v1/namespaces/default/pods", params=selector
+            ).raise_for_status(),
+            "discovery (GET /api)": lambda c: c.get("/api").raise_for_status(),
+        }
+        print(
+            f"\nAuthorization: a service account bound to view, {REPEAT * 2} requests each, RBAC and permissive alternating"
+        )
+        for label, request in requests.items():
+            for c in clients.values():
+                timed(lambda c=c, r=request: r(c), 20)  # warm: the token and the rules are cached after the first
+            samples: dict[str, list[float]] = {"rbac": [], "permissive": []}
+            for _ in range(REPEAT * 2):
+                for name, c in clients.items():
+                    samples[name] += timed(lambda c=c, r=request: r(c), 1)
+            added = percentiles(samples["rbac"])[0] - percentiles(samples["permissive"])[0]
+            print(row(f"{label:<28} RBAC vs permissive", samples["rbac"], samples["permissive"]))
+            print(f"    added p50: {added * 1000:+.3f} ms (goal < 0.2 ms): {'met' if added < 0.0002 else 'NOT met'}")
+        in_process()
+        for c in clients.values():
+            c.close()
+    finally:
+        stop(permissive_home)
+
+
+def in_process() -> None:
+    """The authorization check alone (no HTTP): authentication of a service-account token, the
+    request's attributes and the RBAC decision, against the default policy plus one binding."""
+    from airflow_provider_training.embedded.apiserver import authz
+    from airflow_provider_training.embedded.apiserver.context import ServerContext
+    from airflow_provider_training.embedded.paths import Home
+    from airflow_provider_training.embedded.rbac import bootstrap
+    from airflow_provider_training.embedded.serviceaccount import ISSUER, ensure_default, mint_request
+    from airflow_provider_training.embedded.store import Store
+
+    home = Home.at(tempfile.mkdtemp(prefix="apt-bench-authz-"))
+    home.ensure()
+    store = Store(home.store)
+    bootstrap.install(store)
+    store.create("core/namespaces", {"metadata": {"name": "default"}})
+    account = ensure_default(store, "default")
+    assert account is not None
+    store.create(
+        "rbac.authorization.k8s.io/rolebindings",
+        {
+            "metadata": {"name": "v", "namespace": "default"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+            "subjects": [{"kind": "ServiceAccount", "name": "default", "namespace": "default"}],
+        },
+    )
+    for role in store.list("rbac.authorization.k8s.io/clusterroles").items:  # what the aggregation controller does
+        if role.get("aggregationRule"):
+            from airflow_provider_training.embedded.rbac.aggregation import aggregated_rules
+
+            role["rules"] = aggregated_rules(role, store.list("rbac.authorization.k8s.io/clusterroles").items)
+            store.update("rbac.authorization.k8s.io/clusterroles", role)
+    ctx = ServerContext(store=store, home=home, token="admin")
+    token = mint_request(home.root, "default", "default", account["metadata"]["uid"], [ISSUER], int(time.time()) + 3600)
+    headers = {"authorization": f"Bearer {token}"}
+    query = {"labelSelector": "a=b"}
+    check = lambda: authz.check(ctx, "GET", "api/v1/namespaces/default/pods", headers, query)  # noqa: E731
+    check()
+    samples = timed(check, 20_000)
+    print(row("in-process authz.check (authn + attributes + RBAC)", samples))
+    store.close()
 
 
 if __name__ == "__main__":
