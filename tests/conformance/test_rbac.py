@@ -122,6 +122,7 @@ def test_a_pods_token_cannot_act_outside_its_role(
     kubectl("create", "serviceaccount", "reader")
     kubectl("create", "role", "pod-reader", "--verb=get,list,watch", "--resource=pods")
     kubectl("create", "rolebinding", "pod-reader", "--role=pod-reader", f"--serviceaccount={test_namespace}:reader")
+    assert f"{test_namespace}/reader" in kubectl("get", "rolebinding", "pod-reader", "-o", "wide").stdout
     _pod(kubectl, "victim")
     kubectl("create", "secret", "generic", "creds", "--from-literal=password=hunter2")
     _pod(kubectl, "reader", serviceAccountName="reader")

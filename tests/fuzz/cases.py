@@ -80,6 +80,62 @@ TEMPLATES: dict[str, dict[str, Any]] = {
             },
         },
     },
+    "roles": {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": {"name": "r"},
+        "rules": [
+            {"apiGroups": [""], "resources": ["pods", "pods/log"], "verbs": ["get", "list"], "resourceNames": ["p"]}
+        ],
+    },
+    "rolebindings": {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": "rb"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+        "subjects": [{"kind": "ServiceAccount", "name": "default"}, {"kind": "Group", "name": "g"}],
+    },
+    "serviceaccounts": {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": "sa"},
+        "automountServiceAccountToken": False,
+    },
+    "tokenrequests": {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenRequest",
+        "metadata": {},
+        "spec": {"audiences": ["https://kubernetes.default.svc.cluster.local"], "expirationSeconds": 600},
+    },
+    "selfsubjectaccessreviews": {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SelfSubjectAccessReview",
+        "metadata": {},
+        "spec": {"resourceAttributes": {"namespace": "ns", "verb": "get", "resource": "pods", "name": "p"}},
+    },
+    "subjectaccessreviews": {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SubjectAccessReview",
+        "metadata": {},
+        "spec": {
+            "user": "u",
+            "groups": ["g"],
+            "extra": {"k": ["v"]},
+            "nonResourceAttributes": {"path": "/api", "verb": "get"},
+        },
+    },
+    "selfsubjectrulesreviews": {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SelfSubjectRulesReview",
+        "metadata": {},
+        "spec": {"namespace": "ns"},
+    },
+    "tokenreviews": {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenReview",
+        "metadata": {},
+        "spec": {"token": "a.b.c"},
+    },
 }
 BASES = {
     "configmaps": "/api/v1/namespaces/{ns}/configmaps",
@@ -91,6 +147,14 @@ BASES = {
     "jobs": "/apis/batch/v1/namespaces/{ns}/jobs",
     "pytorchjobs": "/apis/kubeflow.org/v1/namespaces/{ns}/pytorchjobs",
     "inferenceservices": "/apis/serving.kserve.io/v1beta1/namespaces/{ns}/inferenceservices",
+    "roles": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
+    "rolebindings": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
+    "serviceaccounts": "/api/v1/namespaces/{ns}/serviceaccounts",
+    "tokenrequests": "/api/v1/namespaces/{ns}/serviceaccounts/default/token",
+    "selfsubjectaccessreviews": "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+    "subjectaccessreviews": "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+    "selfsubjectrulesreviews": "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews",
+    "tokenreviews": "/apis/authentication.k8s.io/v1/tokenreviews",
 }
 READ_ONLY_PATHS = [
     "/api",
