@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from airflow_provider_training.embedded.apiserver.authn import Authenticator
+from airflow_provider_training.embedded.apiserver.metrics import ApiMetrics
 from airflow_provider_training.embedded.paths import Home
 from airflow_provider_training.embedded.rbac.index import RBAC, Authorizer, PermissiveAuthorizer, RBACAuthorizer
 from airflow_provider_training.embedded.store import Store
@@ -36,6 +37,7 @@ class ServerContext:
     home: Home
     token: str
     settings: Settings = field(default_factory=Settings)
+    metrics: ApiMetrics = field(default_factory=ApiMetrics)
     authenticator: Authenticator = field(init=False)
     authorizer: Authorizer = field(init=False)
 
