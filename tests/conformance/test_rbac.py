@@ -161,6 +161,30 @@ def test_a_pods_token_cannot_act_outside_its_role(
     assert 'cannot create resource "serviceaccounts/token"' in token_for_other.stderr
 
 
+def test_metrics_need_get_on_the_metrics_url_as_system_monitoring_grants(kubectl: Kubectl, test_namespace: str) -> None:
+    """``/metrics`` is a non-resource URL: a service account reads it once bound to
+    ``system:monitoring``, as on kube-apiserver; the admin always."""
+    assert "apiserver_request_total" in kubectl("get", "--raw", "/metrics").stdout
+    kubectl("create", "serviceaccount", "scraper")
+    token = kubectl("create", "token", "scraper").stdout.strip()
+    refused = kubectl("--token", token, "get", "--raw", "/metrics", check=False)
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == (
+        "Error from server (Forbidden): forbidden: "
+        f'User "system:serviceaccount:{test_namespace}:scraper" cannot get path "/metrics"'
+    )
+    assert _can(kubectl, "--token", token, "get", "/metrics") == "no"
+    binding = f"{test_namespace}-scraper"
+    kubectl("create", "clusterrolebinding", binding, "--clusterrole=system:monitoring",
+            f"--serviceaccount={test_namespace}:scraper")  # fmt: skip
+    try:
+        assert _can(kubectl, "--token", token, "get", "/metrics") == "yes"
+        assert "apiserver_request_total" in kubectl("--token", token, "get", "--raw", "/metrics").stdout
+        assert "forbidden" in kubectl("--token", token, "get", "--raw", "/metrics/other", check=False).stderr
+    finally:
+        kubectl("delete", "clusterrolebinding", binding)
+
+
 # -- service accounts and their tokens ------------------------------------------------------------------
 
 
