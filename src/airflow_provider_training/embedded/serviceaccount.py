@@ -182,12 +182,16 @@ def verify(home_root: Path, token: str, now: float | None = None) -> TokenIdenti
             str(claims.get("jti", "")),
         )
         audiences = claims.get("aud") or []
-    except (ValueError, KeyError, TypeError, AttributeError):
+        audiences = [str(a) for a in audiences] if isinstance(audiences, list) else [str(audiences)]
+    except (ValueError, KeyError, TypeError, AttributeError, OverflowError):  # (OverflowError: "exp": Infinity)
         raise TokenError(NOT_OURS) from None
-    if ISSUER not in (audiences if isinstance(audiences, list) else [audiences]):
-        raise TokenError(f"the token's audiences ({', '.join(map(str, audiences))}) do not include this API server")
+    if ISSUER not in audiences:
+        raise TokenError(f"the token's audiences ({', '.join(audiences)[:200]}) do not include this API server")
     if identity.expires is not None and identity.expires <= (time.time() if now is None else now):
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(identity.expires))
+        try:
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(identity.expires))
+        except (OverflowError, OSError, ValueError):  # a time before the calendar's range
+            stamp = str(identity.expires)[:40]
         raise TokenError(f"the token expired at {stamp}: request a new one (kubectl create token)")
     return identity
 
