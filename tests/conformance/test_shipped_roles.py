@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import json
 import ssl
+import subprocess
 import sys
 import urllib.request
 import uuid
@@ -25,7 +26,7 @@ from airflow_provider_training.client.errors import Forbidden, WaitTimeout, tran
 from airflow_provider_training.client.resources import INFERENCE_SERVICE, TRAINJOB
 from airflow_provider_training.client.sync import TrainingJobClient
 from airflow_provider_training.embedded import ControlPlane
-from tests.conformance.conftest import Kubectl
+from tests.conformance.conftest import KUBECTL, Kubectl
 from tests.paths import ROOT
 
 RBAC = ROOT / "deploy" / "rbac"
@@ -378,3 +379,40 @@ def test_the_packaging_role_lets_its_account_wait_for_pytorchjobs_only(kubectl: 
     assert kubectl("auth", "can-i", "get", "pytorchjobs.kubeflow.org", default, check=False).stdout.strip() == "no"
     kubectl("apply", "-f", str(RBAC / "packaging-job-default-sa.yaml"))
     assert kubectl("auth", "can-i", "get", "pytorchjobs.kubeflow.org", default, check=False).stdout.strip() == "yes"
+
+
+# what kubectl wait asks of the packaging account, each verb in turn: (verb, whether kubectl lists
+# first, as kubectl before watch-list did and does against API servers without it)
+WAIT_VERBS = [("get", False), ("watch", False), ("list", True)]
+
+
+@pytest.mark.parametrize(("verb", "lists_first"), WAIT_VERBS, ids=[v for v, _ in WAIT_VERBS])
+def test_every_verb_of_the_packaging_role_is_needed_by_kubectl_wait(
+    kubectl: Kubectl, kubectl_env: dict[str, str], test_namespace: str, verb: str, lists_first: bool
+) -> None:
+    """The seed's ``kubectl wait --for=condition=Succeeded pytorchjob/...`` as the packaging account:
+    under the shipped Role it waits (here: until its timeout, the job never succeeds); without
+    ``verb`` it is refused with kube-apiserver's 403 naming that verb. ``list`` is what a kubectl
+    that lists before it watches asks (client-go's ``WatchListClient`` off)."""
+    kubectl("apply", "-f", str(RBAC / "packaging-job.yaml"))
+    kubectl("create", "-f", "-", stdin=json.dumps(pytorchjob("waited")))
+    env = {**kubectl_env, "KUBE_FEATURE_WatchListClient": "false" if lists_first else "true"}
+    user = f"system:serviceaccount:{test_namespace}:model-packager"
+
+    def wait() -> str:
+        done = subprocess.run(
+            [str(KUBECTL), "-n", test_namespace, "wait", "--for=condition=Succeeded", "pytorchjob/waited",
+             "--timeout=2s", f"--as={user}"],
+            env=env, capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert done.returncode == 1
+        return done.stderr.replace('\\"', '"')  # (client-go's reflector logs the 403 with its quotes escaped)
+
+    assert wait().strip() == "error: timed out waiting for the condition on pytorchjobs/waited"
+    role = next(d for d in _manifest(RBAC / "packaging-job.yaml", test_namespace) if d["kind"] == "Role")
+    role["rules"][0]["verbs"].remove(verb)
+    kubectl("apply", "-f", "-", stdin=json.dumps(role))
+    assert (
+        f'User "{user}" cannot {verb} resource "pytorchjobs" in API group "kubeflow.org" '
+        f'in the namespace "{test_namespace}"'
+    ) in wait()
