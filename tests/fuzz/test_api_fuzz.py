@@ -25,6 +25,18 @@ KUBECTL = shutil.which("kubectl", path=str(Path(sys.executable).parent)) or shut
 EXAMPLES = int(os.environ.get("AIRFLOW_TRAINING_FUZZ_EXAMPLES", "150"))
 
 
+def generated(examples: int, derandomize: bool = True) -> settings:
+    """Hypothesis as the fuzz tier runs it: generation only, no deadline, no example database."""
+    return settings(
+        max_examples=examples,
+        deadline=None,
+        database=None,
+        derandomize=derandomize,
+        suppress_health_check=list(HealthCheck),
+        phases=[Phase.generate],
+    )
+
+
 def run_fuzz(
     http: httpx.Client, namespace: str, examples: int, seed: int | None = None
 ) -> tuple[Counter[int], list[str]]:
@@ -32,14 +44,7 @@ def run_fuzz(
     problems: list[str] = []
     codes: Counter[int] = Counter()
 
-    @settings(
-        max_examples=examples,
-        deadline=None,
-        database=None,
-        derandomize=seed is None,
-        suppress_health_check=list(HealthCheck),
-        phases=[Phase.generate],
-    )
+    @generated(examples, derandomize=seed is None)
     @given(case=cases(namespace))
     def one(case: Case) -> None:
         try:
@@ -115,14 +120,7 @@ def test_generated_credentials_are_refused_never_a_5xx_and_only_the_servers_sign
     problems: list[str] = []
     codes: Counter[int] = Counter()
 
-    @settings(
-        max_examples=EXAMPLES,
-        deadline=None,
-        database=None,
-        derandomize=True,
-        suppress_health_check=list(HealthCheck),
-        phases=[Phase.generate],
-    )
+    @generated(EXAMPLES)
     @given(creds=credentials(test_namespace, control_plane.token, key, account.metadata.uid))
     def one(creds: Credentials) -> None:
         try:
