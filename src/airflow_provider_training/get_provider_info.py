@@ -176,6 +176,19 @@ def get_provider_info() -> dict[str, Any]:
                         "example": "/var/lib/airflow-training",
                         "default": "",
                     },
+                    "embedded_authorization": {
+                        "description": (
+                            "Authorization of the embedded control plane when a task starts it: `rbac` "
+                            "(as a cluster: pods may do what their service account is bound to, nothing "
+                            "by default) or `permissive` (every valid token may do everything, as before "
+                            "RBAC). Empty means $AIRFLOW_TRAINING_AUTHORIZATION, else rbac. The admin "
+                            "kubeconfig the tasks use may do everything in both."
+                        ),
+                        "version_added": "0.1.0",
+                        "type": "string",
+                        "example": "permissive",
+                        "default": "",
+                    },
                     "defer_settle_seconds": {
                         "description": (
                             "A deferred task's trigger holds its event until this many seconds after "

@@ -225,3 +225,74 @@ def _logs(jobs: Jobs, pod: str) -> str:
         return jobs.logs(pod)
     except Exception:
         return ""
+
+
+def test_the_launcher_gets_the_account_role_and_binding_upstream_creates(kube_api: Any, test_namespace: str) -> None:
+    """``kubexec.sh`` runs ``kubectl exec`` as the launcher's own account: the operator makes it,
+    a Role that may exec into this job's workers only (updated when they change), and the binding."""
+    from kubernetes import client
+
+    jobs = Jobs(kube_api, test_namespace)
+    sleeper = {
+        "name": "mpi",
+        "image": "mpioperator/openmpi",
+        "command": [sys.executable, "-c", "import time; time.sleep(60)"],
+    }
+    jobs.create(
+        {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "MPIJob",
+            "metadata": {"name": "held"},
+            "spec": {
+                "mpiReplicaSpecs": {
+                    "Launcher": {"replicas": 1, "template": {"spec": {"containers": [sleeper]}}},
+                    "Worker": {"replicas": 2, "template": {"spec": {"containers": [sleeper]}}},
+                },
+            },
+        }
+    )
+    rbac, core = client.RbacAuthorizationV1Api(kube_api), client.CoreV1Api(kube_api)
+    account = wait_for(
+        lambda: _maybe(core.read_namespaced_service_account, "held-launcher", test_namespace), 20, "the account"
+    )
+    assert [(r.kind, r.name, r.controller) for r in account.metadata.owner_references] == [("MPIJob", "held", True)]
+    role = rbac.read_namespaced_role("held-launcher", test_namespace)
+    assert [(r.verbs, r.resources, r.resource_names) for r in role.rules] == [
+        (["get", "list", "watch"], ["pods"], None),
+        (["create"], ["pods/exec"], ["held-worker-0", "held-worker-1"]),
+    ]
+    binding = rbac.read_namespaced_role_binding("held-launcher", test_namespace)
+    assert [(s.kind, s.name, s.namespace) for s in binding.subjects] == [
+        ("ServiceAccount", "held-launcher", test_namespace)
+    ]
+    launcher = wait_for(lambda: _maybe(core.read_namespaced_pod, "held-launcher", test_namespace), 20, "the launcher")
+    assert launcher.spec.service_account_name == "held-launcher"
+
+    def may_exec(pod: str) -> bool:
+        review = {
+            "spec": {
+                "user": f"system:serviceaccount:{test_namespace}:held-launcher",
+                "groups": ["system:serviceaccounts", "system:authenticated"],
+                "resourceAttributes": {
+                    "namespace": test_namespace,
+                    "verb": "create",
+                    "resource": "pods",
+                    "subresource": "exec",
+                    "name": pod,
+                },
+            }
+        }
+        return bool(client.AuthorizationV1Api(kube_api).create_subject_access_review(review).status.allowed)
+
+    assert may_exec("held-worker-1") and not may_exec("held-launcher") and not may_exec("held-worker-2")
+    jobs.patch("MPIJob", "held", {"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 3}}}})
+    wait_for(lambda: may_exec("held-worker-2") or None, 20, "the Role to follow the workers")
+    jobs.delete("MPIJob", "held")
+    wait_for(lambda: _maybe(rbac.read_namespaced_role, "held-launcher", test_namespace) is None or None, 20, "GC")
+
+
+def _maybe(read: Any, name: str, namespace: str) -> Any:
+    try:
+        return read(name, namespace)
+    except Exception:
+        return None

@@ -264,7 +264,8 @@ def _stop_daemon(h: Home, timeout: float) -> bool:
     return True
 
 
-def ensure_running(home: str | os.PathLike[str] | None = None) -> ControlPlane:
+def ensure_running(home: str | os.PathLike[str] | None = None, env: dict[str, str] | None = None) -> ControlPlane:
     """The control plane of ``home`` (``--home`` / ``$AIRFLOW_TRAINING_HOME`` / ``~/.airflow-training``),
-    started if it is not running. The Airflow hook calls this when no cluster connection is given."""
-    return start(home)
+    started if it is not running (``env``: settings for a daemon it starts). The Airflow hook calls
+    this when no cluster connection is given."""
+    return start(home, env=env)

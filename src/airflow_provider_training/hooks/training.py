@@ -76,8 +76,10 @@ def resolve_conn_id(kubernetes_conn_id: ConnId) -> str | None:
 
 
 def embedded_control_plane() -> embedded.ControlPlane:
-    """The embedded control plane of ``[training] embedded_home``, started if it does not run."""
-    return embedded.ensure_running(embedded_home())
+    """The embedded control plane of ``[training] embedded_home``, started if it does not run (with
+    ``[training] embedded_authorization``, when set, as its authorization mode)."""
+    mode = conf.get("training", "embedded_authorization", fallback="")
+    return embedded.ensure_running(embedded_home(), {"AIRFLOW_TRAINING_AUTHORIZATION": mode} if mode else None)
 
 
 def running_control_plane_kubeconfig() -> str:

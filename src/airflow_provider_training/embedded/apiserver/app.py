@@ -1,9 +1,9 @@
-"""The FastAPI application: health endpoints, bearer-token check, and one dispatcher that routes
-Kubernetes REST paths (discovery, OpenAPI, resources and their subresources) to the handlers."""
+"""The FastAPI application: health endpoints, then for every other request one authentication and
+authorization check (``authz.check``), and one dispatcher that routes Kubernetes REST paths
+(discovery, OpenAPI, resources and their subresources, the review kinds, TokenRequest) to the handlers."""
 
 from __future__ import annotations
 
-import hmac
 import logging
 import sqlite3
 from typing import Any
@@ -13,7 +13,16 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.websockets import WebSocket
 
-from airflow_provider_training.embedded.apiserver import crud, discovery, errors, metrics, operatorpod, podtokens
+from airflow_provider_training.embedded.apiserver import (
+    authz,
+    crud,
+    discovery,
+    errors,
+    metrics,
+    operatorpod,
+    reviews,
+    tokens,
+)
 from airflow_provider_training.embedded.apiserver import exec as exec_
 from airflow_provider_training.embedded.apiserver.apply import server_side_apply
 from airflow_provider_training.embedded.apiserver.context import ServerContext
@@ -33,12 +42,6 @@ from airflow_provider_training.embedded.store import StoreDamagedError, StoreFul
 log = logging.getLogger(__name__)
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 HEALTH = ("/healthz", "/livez", "/readyz")
-
-
-def _authorized(request: Request, token: str) -> bool:
-    header = request.headers.get("authorization", "")
-    scheme, _, presented = header.partition(" ")
-    return scheme.lower() == "bearer" and hmac.compare_digest(presented.strip().encode(), token.encode())
 
 
 def _discovery(request: Request, path: str) -> Any:
@@ -106,8 +109,14 @@ async def _answer(request: Request, ctx: ServerContext, target: Target, verb: st
     if target.name is None:
         if method not in ("GET", "DELETE", "POST"):
             raise errors.method_not_allowed()
+    elif target.subresource == "token" and method == "POST":
+        return await tokens.create_token(request, ctx, target)
     elif method == "POST" or (target.subresource and method == "DELETE"):
         raise errors.method_not_allowed()
+    if not rt.stored:  # the review kinds: created (answered), nothing else
+        if verb != "create":
+            raise errors.method_not_allowed()
+        return await reviews.create(request, ctx, target)
     if target.subresource == "log":
         if method != "GET":
             raise errors.method_not_allowed()
@@ -146,10 +155,10 @@ def create_app(ctx: ServerContext) -> FastAPI:
 
     @app.get("/metrics")
     async def request_metrics(request: Request) -> Response:
-        """kube-apiserver's request counters (``metrics.py``); the same credentials as any request."""
+        """kube-apiserver's request counters (``metrics.py``), for whoever may ``get`` the non-resource
+        URL ``/metrics`` (``system:monitoring``, ``cluster-admin``; a pod's account only when bound)."""
         try:
-            if not _authorized(request, ctx.token):
-                podtokens.check(ctx, request.headers.get("authorization", ""))
+            authz.check(ctx, "GET", "metrics", request.headers, request.query_params)
         except errors.ApiError as exc:
             return error_response(exc)
         return PlainTextResponse(ctx.metrics.text(), media_type="text/plain; version=0.0.4; charset=utf-8")
@@ -157,8 +166,9 @@ def create_app(ctx: ServerContext) -> FastAPI:
     @app.websocket("/api/v1/namespaces/{namespace}/pods/{name}/exec")
     async def pod_exec(websocket: WebSocket, namespace: str, name: str) -> None:
         try:
-            if not _authorized(websocket, ctx.token):  # type: ignore[arg-type]
-                podtokens.check(ctx, websocket.headers.get("authorization", ""))
+            websocket.state.user = authz.check(
+                ctx, "GET", websocket.url.path, websocket.headers, websocket.query_params
+            )
         except errors.ApiError as exc:
             await exec_.deny(websocket, error_response(exc))
             return
@@ -167,8 +177,8 @@ def create_app(ctx: ServerContext) -> FastAPI:
     @app.api_route("/{path:path}", methods=METHODS)
     async def dispatch(request: Request, path: str) -> Response:
         try:
-            if not _authorized(request, ctx.token):
-                podtokens.check(ctx, request.headers.get("authorization", ""))  # a pod's own token, or 401
+            # who asks, and may they: the one authorization check of a request (401 / 403 otherwise)
+            request.state.user = authz.check(ctx, request.method, path, request.headers, request.query_params)
             if request.method == "GET":
                 if (body := _discovery(request, path)) is not None:
                     return json_response(body)

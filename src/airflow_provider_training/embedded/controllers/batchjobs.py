@@ -27,7 +27,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from airflow_provider_training.embedded import canonical, runtime
+from airflow_provider_training.embedded import canonical, runtime, serviceaccount
 from airflow_provider_training.embedded.controllers.refs import owner_references
 from airflow_provider_training.embedded.events import record_event
 from airflow_provider_training.embedded.resources import BY_KEY, PODS
@@ -341,7 +341,7 @@ class Sync:
             "metadata": meta,
             "spec": copy.deepcopy(template.get("spec") or {}),
         }
-        canonical.pod(pod)  # the API server's defaults and canonical quantities
+        canonical.pod(pod, automount=serviceaccount.automounts(self.store, pod))  # (as the API server stores it)
         for _ in range(5):
             try:
                 created = self.store.create(PODS.key, pod)

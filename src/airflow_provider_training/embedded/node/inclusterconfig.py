@@ -125,7 +125,9 @@ def write_projected(
             token = source["serviceAccountToken"]
             path = token.get("path", "token")
             mode = 0o600 if fs_user is not None or fs_group is not None else default_mode
-            _write(directory, path, serviceaccount.mint(home.root, pod).encode(), mode)
+            account = store.get(serviceaccount.ACCOUNTS_KEY, namespace, serviceaccount.account_of(pod))
+            uid = str((account or {}).get("metadata", {}).get("uid", ""))
+            _write(directory, path, serviceaccount.mint(home.root, pod, uid).encode(), mode)
             if fs_user is not None and os.geteuid() == 0:
                 os.chown(directory / path, fs_user, -1, follow_symlinks=False)
         elif "configMap" in source or "secret" in source:
