@@ -129,6 +129,7 @@ def parse_yaml(text: str, source: str = "<string>") -> list[Document]:
     except yaml.YAMLError as exc:
         raise JobSpecError(source, [Issue("", f"malformed YAML: {exc}")]) from None
     documents: list[Document] = []
+    constructor = _Loader("")  # builds objects from composed nodes; one for the stream, not one per document
     for number, node in enumerate(nodes, start=1):
         name = source if len(nodes) == 1 else f"{source}#{number}"
         if node is None:
@@ -152,7 +153,7 @@ def parse_yaml(text: str, source: str = "<string>") -> list[Document]:
                 ],
             )
         try:
-            data = _Loader(text).construct_document(node)
+            data = constructor.construct_document(node)
         except (yaml.YAMLError, RecursionError, TypeError, ValueError) as exc:
             raise JobSpecError(name, [Issue("", f"malformed YAML: {exc}")]) from None
         if data is None:

@@ -65,6 +65,16 @@ def default_runtime_documents(*, install_overlay: bool = True) -> list[dict[str,
     return [_overlay(doc) for doc in documents] if install_overlay else documents
 
 
+def default_runtime_document(name: str, *, install_overlay: bool = True) -> dict[str, Any] | None:
+    """One default ClusterTrainingRuntime as an API object (a new dict), or None if there is none of
+    that name. ``migrate`` copies one per generated runtime: copying all ten was most of its time."""
+    for document in _parsed():
+        if document["metadata"]["name"] == name:
+            copied = copy.deepcopy(document)
+            return _overlay(copied) if install_overlay else copied
+    return None
+
+
 @cache
 def _parsed() -> list[dict[str, Any]]:
     # parsed once: validate/migrate look the runtimes up for every document (9 ms of YAML each time)
