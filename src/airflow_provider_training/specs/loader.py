@@ -74,6 +74,21 @@ if yaml.__with_libyaml__:
     _Loader = _CLoader
 
 
+def _tree_size(node: yaml.Node, depth: int) -> int:
+    """:func:`_expanded_size` of a document without aliases (a tree: nothing shared, no cycles)."""
+    if depth > MAX_NESTING:
+        raise _TooDeep
+    kind = type(node)
+    size = 1
+    if kind is yaml.SequenceNode:
+        for child in node.value:
+            size += _tree_size(child, depth + 1)
+    elif kind is yaml.MappingNode:
+        for key, value in node.value:
+            size += _tree_size(key, depth + 1) + _tree_size(value, depth + 1)
+    return size
+
+
 def _expanded_size(node: yaml.Node, memo: dict[int, int], depth: int) -> int:
     if depth > MAX_NESTING:
         raise _TooDeep
@@ -135,7 +150,8 @@ def parse_yaml(text: str, source: str = "<string>") -> list[Document]:
         if node is None:
             continue
         try:
-            size = _expanded_size(node, {}, 0)
+            # an alias needs a "*": without one the document is a tree, counted without bookkeeping
+            size = _expanded_size(node, {}, 0) if "*" in text else _tree_size(node, 0)
         except _TooDeep:
             raise JobSpecError(name, [Issue("", f"document nests deeper than {MAX_NESTING} levels")]) from None
         except _Recursive as exc:

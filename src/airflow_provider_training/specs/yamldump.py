@@ -15,14 +15,49 @@ from typing import Any
 import yaml
 
 _SCALARS = (bool, int, float, type(None))
+_STR, _INT, _BOOL, _NULL = (f"tag:yaml.org,2002:{t}" for t in ("str", "int", "bool", "null"))
+_MAP, _SEQ = "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
 
 
 def safe_dump_all(documents: list[Any]) -> str:
     """The YAML stream of ``documents`` (block style, keys in insertion order)."""
     if yaml.__with_libyaml__ and all(_plain(document, 0) for document in documents):
-        dumped: str = yaml.dump_all(documents, Dumper=yaml.CSafeDumper, sort_keys=False)
+        dumped: str = yaml.dump_all(documents, Dumper=_Dumper, sort_keys=False)
         return dumped
     return yaml.safe_dump_all(documents, sort_keys=False)
+
+
+class _Dumper(yaml.CSafeDumper):
+    """``SafeRepresenter`` with ``default_flow_style=False`` for the types :func:`_plain` lets through,
+    without its per-object lookup of a representer (the Python half of libyaml dumping)."""
+
+    def represent_data(self, data: Any) -> yaml.Node:
+        kind = type(data)
+        if kind is str:
+            return yaml.ScalarNode(_STR, data)
+        if kind is bool:
+            return yaml.ScalarNode(_BOOL, "true" if data else "false")
+        if kind is int:
+            return yaml.ScalarNode(_INT, str(data))
+        if data is None:
+            return yaml.ScalarNode(_NULL, "null")
+        if kind is dict or kind is list:
+            # the same object twice becomes an anchor and an alias, as SafeRepresenter does it
+            key = id(data)
+            if key in self.represented_objects:
+                node: yaml.Node = self.represented_objects[key]
+                return node
+            self.object_keeper.append(data)
+            if kind is dict:
+                pairs: list[tuple[yaml.Node, yaml.Node]] = []
+                node = self.represented_objects[key] = yaml.MappingNode(_MAP, pairs, flow_style=False)
+                pairs += [(self.represent_data(k), self.represent_data(v)) for k, v in data.items()]
+            else:
+                items: list[yaml.Node] = []
+                node = self.represented_objects[key] = yaml.SequenceNode(_SEQ, items, flow_style=False)
+                items += [self.represent_data(item) for item in data]
+            return node
+        return super().represent_data(data)  # float
 
 
 def _plain(value: Any, depth: int) -> bool:

@@ -182,7 +182,8 @@ def _trainjob(job: TrainJob, catalog: Catalog, findings: Findings) -> None:
     framework = runtime.spec.ml_policy.framework if runtime.spec.ml_policy else None
     findings.warnings += envrefs.check(job, built.jobset, framework)
     # in place: the JobSet was just built, and nothing reads it after this
-    jobset = jobset_webhook.jobset_defaults(with_defaults(built.jobset, openapi_schema(JOBSET), in_place=True))
+    defaulted = with_defaults(built.jobset, openapi_schema(JOBSET), in_place=True)
+    jobset = jobset_webhook.jobset_defaults(defaulted, in_place=True)
     for issue in jobset_webhook.check_jobset(jobset):
         findings.errors.append(
             Issue(

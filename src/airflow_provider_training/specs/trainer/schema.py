@@ -14,6 +14,7 @@ import copy
 import hashlib
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -34,22 +35,55 @@ def with_defaults(value: Any, schema: dict[str, Any], *, in_place: bool = False)
 
 def _default(value: Any, schema: dict[str, Any]) -> Any:
     if isinstance(value, dict):
-        properties: dict[str, Any] = schema.get("properties", {})
-        for key, sub in properties.items():
-            if key not in value and "default" in sub:
+        plan = _plan(schema)
+        for key in [key for key in value if key in plan.deep]:
+            if value[key] is not None:
+                value[key] = _default(value[key], plan.properties[key])
+        for key, sub in plan.own:  # the absent ones, in the schema's order
+            if key not in value:
                 value[key] = _default(copy.deepcopy(sub["default"]), sub)
-            elif key in value and value[key] is not None:
-                value[key] = _default(value[key], sub)
-        additional = schema.get("additionalProperties")
-        if isinstance(additional, dict):
+        if plan.additional is not None:
             for key in value:
-                if key not in properties and value[key] is not None:
-                    value[key] = _default(value[key], additional)
+                if key not in plan.properties and value[key] is not None:
+                    value[key] = _default(value[key], plan.additional)
     elif isinstance(value, list):
         items = schema.get("items")
-        if isinstance(items, dict):
+        if isinstance(items, dict) and _plan(items).below:
             return [_default(item, items) for item in value]
     return value
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """Where defaults are, under one schema node: walking every property of a pod spec for each
+    object, most of them without a default anywhere below, was most of the defaulting."""
+
+    schema: dict[str, Any]
+    below: bool  # a default at or below this node
+    properties: dict[str, Any]
+    own: list[tuple[str, dict[str, Any]]]  # properties with a default, in the schema's order
+    deep: frozenset[str]  # properties with a default at or below them
+    additional: dict[str, Any] | None  # additionalProperties, when defaults are below it
+
+
+_PLANS: dict[int, _Plan] = {}  # by id; the plan keeps its schema, so the id stays the schema's
+
+
+def _plan(schema: dict[str, Any]) -> _Plan:
+    known = _PLANS.get(id(schema))
+    if known is not None and known.schema is schema:
+        return known
+    properties: dict[str, Any] = schema.get("properties", {})
+    own = [(key, sub) for key, sub in properties.items() if "default" in sub]
+    # provisional answer for a schema that contains itself
+    _PLANS[id(schema)] = _Plan(schema, True, properties, own, frozenset(properties), None)
+    deep = frozenset(key for key, sub in properties.items() if _plan(sub).below)
+    additional = schema.get("additionalProperties")
+    extra = additional if isinstance(additional, dict) and _plan(additional).below else None
+    items = schema.get("items")
+    below = "default" in schema or bool(own or deep or extra) or (isinstance(items, dict) and _plan(items).below)
+    plan = _PLANS[id(schema)] = _Plan(schema, below, properties, own, deep, extra)
+    return plan
 
 
 # --- value constraints -------------------------------------------------------------------------------
@@ -271,14 +305,25 @@ _RESULTS_MAX = 4096
 
 
 def _evaluate(rule: str, value: Any, old: Any, converted: dict[str, Any]) -> bool | None:
-    """True / False, or None when the rule cannot be evaluated (a field it reads is absent)."""
-    key = hashlib.blake2b(repr((rule, value, old)).encode("utf-8", "surrogatepass"), digest_size=20).digest()
-    if key in _RESULTS:
-        return _RESULTS[key]
+    """True / False, or None when the rule cannot be evaluated (a field it reads is absent).
+
+    ``converted`` holds what the rules at one place share: the values' repr and CEL form."""
+    if "repr self" not in converted:
+        converted["repr self"] = repr(value).encode("utf-8", "surrogatepass")
+    key = hashlib.blake2b(digest_size=20)
+    for part in (rule.encode("utf-8", "surrogatepass"), converted["repr self"]):
+        key.update(len(part).to_bytes(8, "big") + part)
+    if old is not None:
+        if "repr oldSelf" not in converted:
+            converted["repr oldSelf"] = repr(old).encode("utf-8", "surrogatepass")
+        key.update(converted["repr oldSelf"])
+    digest = key.digest()
+    if digest in _RESULTS:
+        return _RESULTS[digest]
     result = _evaluate_uncached(rule, value, old, converted)
     if len(_RESULTS) >= _RESULTS_MAX:
         _RESULTS.clear()
-    _RESULTS[key] = result
+    _RESULTS[digest] = result
     return result
 
 
