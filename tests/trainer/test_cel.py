@@ -33,6 +33,20 @@ def _rules() -> list[str]:
 
 
 RULES = _rules()
+# Rules of other shapes, for what the checks take from a rule's text: the fields it reads (a rule is
+# evaluated on those alone). Methods, macros, indexes, spaces, whole values and oldSelf.
+SHAPES = [
+    "self.metadata.name.size() == 5",
+    "self . metadata . name . size ( ) == 5",
+    "self.metadata.size() == 1",
+    "size(self) == 2",
+    "self['metadata'] == oldSelf.metadata",
+    "has(self.metadata.name) && self.metadata.namespace == self.metadata.name",
+    "self.metadata.exists(k, k == 'namespace')",
+    "self.replicatedJobs[0].name == 'a'",
+    "oldSelf.metadata.name == self.metadata.name",
+    "self.x == self",
+]
 
 
 def _reference_programs() -> dict[str, Any]:
@@ -42,7 +56,7 @@ def _reference_programs() -> dict[str, Any]:
     celparser.CELParser.CEL_PARSER = None
     try:
         env = celpy.Environment()
-        return {rule: env.program(env.compile(rule)) for rule in RULES}
+        return {rule: env.program(env.compile(rule)) for rule in RULES + SHAPES}
     finally:
         celparser.CELParser.CEL_PARSER = kept
 
@@ -94,7 +108,7 @@ def test_every_vendored_rule_is_covered() -> None:
     assert any(schema._MACRO.search(rule) for rule in RULES) and not all(schema._MACRO.search(r) for r in RULES)
 
 
-@pytest.mark.parametrize("rule", RULES)
+@pytest.mark.parametrize("rule", RULES + SHAPES)
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(value=values, old=st.one_of(st.none(), values))
 def test_rules_agree_with_the_interpreter(rule: str, value: Any, old: Any) -> None:
@@ -102,7 +116,7 @@ def test_rules_agree_with_the_interpreter(rule: str, value: Any, old: Any) -> No
     assert fast(rule, value, old) == reference(rule, value, old)  # remembered: the same answer again
 
 
-@pytest.mark.parametrize("rule", RULES)
+@pytest.mark.parametrize("rule", RULES + SHAPES)
 def test_shapes_the_checks_meet(rule: str) -> None:
     """Hand-picked values: each rule passing, failing and not applying (a field it reads is absent)."""
     jobs = [{"name": "a"}, {"name": "b", "dependsOn": [{"name": "a", "status": "Complete"}]}]

@@ -171,7 +171,7 @@ def cel_rules(value: Any, schema: dict[str, Any], old: Any = _MISSING, path: str
 def _cel(value: Any, schema: dict[str, Any], old: Any, has_old: bool, path: str, issues: list[Issue]) -> None:
     if value is None or not _has_rules(id(schema), schema):
         return
-    converted: dict[str, Any] = {}  # self and oldSelf as CEL values, shared by the rules here
+    converted: dict[Any, Any] = {}  # self and oldSelf as the rules here read them, shared
     for rule in schema.get("x-kubernetes-validations", []):
         text = rule.get("rule", "")
         transition = "oldSelf" in text
@@ -270,20 +270,36 @@ def _program(rule: str) -> Callable[[dict[str, Any]], Any]:
         # interpreter's time; each evaluation works on a clone of it
         return lambda context: evaluation.Evaluator(ast, activation=base).evaluate(context)
     env = celpy.Environment(runner_class=celpy.CompiledRunner)
-    transpiler = env.program(env.compile(rule)).tp
+    compiled = env.program(env.compile(rule))
+    assert isinstance(compiled, celpy.CompiledRunner)
+    transpiler = compiled.tp
     functions = vars(evaluation)
 
     def run(context: dict[str, Any]) -> Any:
         # ``CompiledRunner.evaluate`` binds the activation in celpy.evaluation's own globals (two
         # threads admitting objects would read each other's ``self``) and logs every rule that does
         # not apply to a shape as an "Internal error"; this runs the same code in a scope of its own.
-        activation = transpiler.base_activation.clone()
-        activation.identifiers.load_values(context)
-        scope = {**functions, "base_activation": activation}
+        scope = {**functions, "base_activation": _Variables(transpiler.base_activation, context)}
         exec(transpiler.executable_code, scope)
         return scope["CEL"]
 
     return run
+
+
+class _Variables:
+    """The activation transpiled code reads ``self`` and ``oldSelf`` from, as plain attributes:
+    celpy's ``Activation`` resolves each through its chain of name containers and logs it, two
+    thirds of a short rule's time. Anything else (a name the context lacks included) is looked up
+    in celpy's own activation, made only then, so it answers or fails exactly as before."""
+
+    def __init__(self, base: Any, context: dict[str, Any]) -> None:
+        self.__dict__.update(context)
+        self._base, self._context = base, context
+
+    def __getattr__(self, name: str) -> Any:
+        activation = self._base.clone()
+        activation.identifiers.load_values(self._context)
+        return getattr(activation, name)
 
 
 def _transpiler_parser() -> None:
@@ -303,40 +319,82 @@ def _transpiler_parser() -> None:
 _RESULTS: dict[bytes, bool | None] = {}
 _RESULTS_MAX = 4096
 
+# A use of ``self`` or ``oldSelf`` and the field names after it; a trailing ``(`` makes the last
+# name a method (``self.metadata.name.matches(...)`` reads ``metadata.name``).
+_USE = re.compile(r"(?<!\w)(self|oldSelf)(?!\w)((?:\s*\.\s*[A-Za-z_]\w*)*)(\s*\()?")
+_Paths = frozenset[tuple[str, ...]] | None  # None: the whole value
 
-def _evaluate(rule: str, value: Any, old: Any, converted: dict[str, Any]) -> bool | None:
+
+@cache
+def _reads(rule: str) -> dict[str, _Paths]:
+    """The fields of ``self`` and ``oldSelf`` a rule reads: a rule on a whole TrainJob that reads
+    only ``self.metadata.name`` is evaluated (and remembered) on ``{metadata: {name}}``, not on the
+    document. A path may be longer than needed, never shorter: whatever follows a path (an index,
+    a method, a macro) reads inside the subtree the path keeps whole; any other use keeps it all."""
+    paths: dict[str, set[tuple[str, ...]] | None] = {"self": set(), "oldSelf": set()}
+    for match in _USE.finditer(rule):
+        names = tuple(name.strip() for name in match.group(2).split(".")[1:])
+        if match.group(3):
+            names = names[:-1]
+        known = paths[match.group(1)]
+        if not names or known is None:
+            paths[match.group(1)] = None
+        else:
+            known.add(names)
+    return {role: None if found is None else frozenset(found) for role, found in paths.items()}
+
+
+def _project(value: Any, paths: frozenset[tuple[str, ...]]) -> Any:
+    """``value`` with only the fields on ``paths`` (each kept whole where its path ends, or where
+    the value stops being an object); keys in the value's order."""
+    if not isinstance(value, dict) or () in paths:
+        return value
+    below: dict[str, set[tuple[str, ...]]] = {}
+    for path in paths:
+        below.setdefault(path[0], set()).add(path[1:])
+    return {key: _project(item, frozenset(below[key])) for key, item in value.items() if key in below}
+
+
+def _view(role: str, value: Any, paths: _Paths, converted: dict[Any, Any]) -> list[Any]:
+    """[the value the rule sees, its repr], shared by the rules at one place that read the same."""
+    key = (role, paths)
+    if key not in converted:
+        seen = value if paths is None else _project(value, paths)
+        converted[key] = [seen, repr(seen).encode("utf-8", "surrogatepass")]
+    view: list[Any] = converted[key]
+    return view
+
+
+def _evaluate(rule: str, value: Any, old: Any, converted: dict[Any, Any]) -> bool | None:
     """True / False, or None when the rule cannot be evaluated (a field it reads is absent).
 
-    ``converted`` holds what the rules at one place share: the values' repr and CEL form."""
-    if "repr self" not in converted:
-        converted["repr self"] = repr(value).encode("utf-8", "surrogatepass")
-    key = hashlib.blake2b(digest_size=20)
-    for part in (rule.encode("utf-8", "surrogatepass"), converted["repr self"]):
-        key.update(len(part).to_bytes(8, "big") + part)
+    ``converted`` holds what the rules at one place share: the values they read, their repr and
+    their CEL form."""
+    reads = _reads(rule)
+    views = [_view("self", value, reads["self"], converted)]
     if old is not None:
-        if "repr oldSelf" not in converted:
-            converted["repr oldSelf"] = repr(old).encode("utf-8", "surrogatepass")
-        key.update(converted["repr oldSelf"])
+        views.append(_view("oldSelf", old, reads["oldSelf"], converted))
+    key = hashlib.blake2b(digest_size=20)
+    for part in (rule.encode("utf-8", "surrogatepass"), *(view[1] for view in views)):
+        key.update(len(part).to_bytes(8, "big") + part)
     digest = key.digest()
     if digest in _RESULTS:
         return _RESULTS[digest]
-    result = _evaluate_uncached(rule, value, old, converted)
+    result = _evaluate_uncached(rule, views)
     if len(_RESULTS) >= _RESULTS_MAX:
         _RESULTS.clear()
     _RESULTS[digest] = result
     return result
 
 
-def _evaluate_uncached(rule: str, value: Any, old: Any, converted: dict[str, Any]) -> bool | None:
+def _evaluate_uncached(rule: str, views: list[list[Any]]) -> bool | None:
     import celpy
 
-    if "self" not in converted:
-        converted["self"] = celpy.json_to_cel(value)
-    activation = {"self": converted["self"]}
-    if old is not None:
-        if "oldSelf" not in converted:
-            converted["oldSelf"] = celpy.json_to_cel(old)
-        activation["oldSelf"] = converted["oldSelf"]
+    activation = {}
+    for role, view in zip(("self", "oldSelf"), views, strict=False):
+        if len(view) < 3:  # the CEL form, made once per view
+            view.append(celpy.json_to_cel(view[0]))
+        activation[role] = view[2]
     try:
         result = _program(rule)(activation)
     except Exception:  # CELEvalError and friends: the rule does not apply to this shape
