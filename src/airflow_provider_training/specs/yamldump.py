@@ -52,6 +52,7 @@ _WORDS = re.compile(r"[A-Za-z0-9_./=+-][A-Za-z0-9_./:=+@,-]*(?: [A-Za-z0-9_./:=+
 _RESOLVER = yaml.resolver.Resolver()  # SafeDumper's implicit resolvers: what a plain scalar would read back as
 _VERDICTS: dict[str, bool] = {}  # strings seen, plain or not (bounded like yamltags)
 _REMEMBERED = 50_000
+_EMPTY: dict[type, str] = {dict: "{}", list: "[]"}  # empty ones in flow style, as PyYAML writes them
 
 
 class _Unwritable(Exception):
@@ -84,20 +85,15 @@ def _mapping(value: dict[str, Any], indent: int, lead: str, lines: list[str], se
         head = f"{lead}{key}:"
         lead = pad
         kind = type(item)
-        if kind is dict:
-            if item:
-                lines.append(head)
-                _mapping(item, indent + 2, " " * (indent + 2), lines, seen)
-            else:
-                _once(item, seen)
-                lines.append(head + " {}")
+        if kind in _EMPTY and not item:
+            _once(item, seen)
+            lines.append(f"{head} {_EMPTY[kind]}")
+        elif kind is dict:
+            lines.append(head)
+            _mapping(item, indent + 2, " " * (indent + 2), lines, seen)
         elif kind is list:
-            if item:
-                lines.append(head)
-                _sequence(item, indent, pad, lines, seen)  # under a key, a list is not indented
-            else:
-                _once(item, seen)
-                lines.append(head + " []")
+            lines.append(head)
+            _sequence(item, indent, pad, lines, seen)  # under a key, a list is not indented
         else:
             lines.append(_line(f"{head} ", item))
 
@@ -110,18 +106,13 @@ def _sequence(value: list[Any], indent: int, lead: str, lines: list[str], seen: 
         head = f"{lead}- "
         lead = pad
         kind = type(item)
-        if kind is dict:
-            if item:
-                _mapping(item, indent + 2, head, lines, seen)
-            else:
-                _once(item, seen)
-                lines.append(head + "{}")
+        if kind in _EMPTY and not item:
+            _once(item, seen)
+            lines.append(head + _EMPTY[kind])
+        elif kind is dict:
+            _mapping(item, indent + 2, head, lines, seen)
         elif kind is list:
-            if item:
-                _sequence(item, indent + 2, head, lines, seen)
-            else:
-                _once(item, seen)
-                lines.append(head + "[]")
+            _sequence(item, indent + 2, head, lines, seen)
         else:
             lines.append(_line(head, item))
 
