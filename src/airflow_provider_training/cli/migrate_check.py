@@ -49,22 +49,28 @@ NAMESPACE = "migrate-check"
 
 @dataclass(frozen=True)
 class View:
-    """Where one kind's replicas read the distributed view in v1 and in its Trainer v2 plugin."""
+    """Where one kind's replicas read the distributed view in v1 and in its Trainer v2 plugin, and
+    which of them print it."""
 
-    nodes: tuple[str, str]  # env names, (v1, v2)
-    rank: tuple[str, str]
-    injected: tuple[str, ...]  # env names and prefixes the two operators set, besides the ones above
+    injected: tuple[str, ...]  # env names and prefixes the two operators set, besides nodes and rank
+    nodes: tuple[str, str] = ("", "")  # env names, (v1, v2)
+    rank: tuple[str, str] = ("", "")
     nproc: str | None = None  # the v2 env name of processes per node (v1: the same name, default 1)
+    # Launcher/workers kinds: the hostfile is the view (hosts, slots; ranks are mpirun's to give),
+    # only the launcher prints it (v1 replica type, v2 replicatedJob), the workers wait; the v1
+    # spec field that names the main container.
+    launcher: tuple[str, str] | None = None
+    main_container_field: str | None = None
 
 
 VIEWS = {
-    "PyTorchJob": View(("WORLD_SIZE", c.TORCH_ENV_NUM_NODES), ("RANK", c.TORCH_ENV_NODE_RANK), ("PET_", "MASTER_"),
+    "PyTorchJob": View(("PET_", "MASTER_"), ("WORLD_SIZE", c.TORCH_ENV_NUM_NODES), ("RANK", c.TORCH_ENV_NODE_RANK),
                        c.TORCH_ENV_NUM_PROC_PER_NODE),
-    "JAXJob": View(("NUM_PROCESSES", c.JAX_ENV_NUM_PROCESSES), ("PROCESS_ID", c.JAX_ENV_PROCESS_ID), ("JAX_",)),
-    "XGBoostJob": View(("WORLD_SIZE", c.XGBOOST_ENV_NUM_WORKER), ("RANK", c.XGBOOST_ENV_TASK_ID),
-                       ("MASTER_", "DMLC_")),
-    # hosts and slots come from the hostfile (see _view); TRAINJOB_NAMESPACE: the embedded node's rsh agent
-    "MPIJob": View(("", ""), ("", ""), ("OMPI_", "I_MPI_", "NVIDIA_", "TRAINJOB_NAMESPACE")),
+    "JAXJob": View(("JAX_",), ("NUM_PROCESSES", c.JAX_ENV_NUM_PROCESSES), ("PROCESS_ID", c.JAX_ENV_PROCESS_ID)),
+    "XGBoostJob": View(("MASTER_", "DMLC_"), ("WORLD_SIZE", c.XGBOOST_ENV_NUM_WORKER), ("RANK", c.XGBOOST_ENV_TASK_ID)),
+    # TRAINJOB_NAMESPACE: the embedded node's rsh agent
+    "MPIJob": View(("OMPI_", "I_MPI_", "NVIDIA_", "TRAINJOB_NAMESPACE"), launcher=("Launcher", c.LAUNCHER),
+                   main_container_field="mainContainer"),
 }  # fmt: skip
 # Kinds without a Trainer v2 plugin: what their replicas would miss.
 NO_PLUGIN = {"TFJob": "TensorFlow", "PaddleJob": "PaddlePaddle", "MXJob": "MXNet"}
@@ -85,7 +91,7 @@ def _view(kind: str, seen: dict[str, Any], v2: bool) -> dict[str, Any]:
     injected = {*INJECTED, *V1_ONLY.get(kind, ()), *RENAMES.get(kind, {}), view.nodes[side], view.rank[side]}
     prefixes = (*INJECTED_PREFIXES, *view.injected)
     user = {k: v for k, v in env.items() if k not in injected and not k.startswith(prefixes)}
-    if kind == "MPIJob":
+    if view.launcher is not None:
         hosts = [line.split() for line in (seen.get("hostfile") or "").splitlines() if line.strip()]
         slots = {word for host in hosts for word in host[1:] if word.startswith("slots=")}
         return {"nodes": len(hosts), "rank": None, "nproc": ", ".join(sorted(slots)) or "none", "env": user}
@@ -146,22 +152,22 @@ class Checker:
         namespace = f"{NAMESPACE}-{self.count}"
         v1 = copy.deepcopy(v1)
         v1["metadata"] = {"name": v1["metadata"]["name"], "namespace": namespace}
-        main = v1["spec"].get("mainContainer") if kind == "MPIJob" else info.default_container
+        view = VIEWS[kind]
+        # a launcher's operator injects into its first container unless the spec names one
+        field = view.main_container_field
+        main = v1["spec"].get(field) if field else info.default_container
         for rtype, spec in v1["spec"][info.replica_specs_field].items():
             containers = ((spec.get("template") or {}).get("spec") or {}).get("containers") or []
-            if kind == "MPIJob":
-                # v1 injects into the launcher's first container unless mainContainer names one
-                _probe(containers, main, PROBE if rtype == "Launcher" else WAIT)
-            else:
-                _probe(containers, main)
+            prints = view.launcher is None or rtype == view.launcher[0]
+            _probe(containers, main, PROBE if prints else WAIT)
         documents = copy.deepcopy(v2_documents)
         for doc in documents:
             doc["metadata"] = {**doc["metadata"], "namespace": namespace}
-            if doc["kind"] == c.TRAINING_RUNTIME and kind == "MPIJob":
+            if doc["kind"] == c.TRAINING_RUNTIME and view.launcher is not None:
                 for job in doc["spec"]["template"]["spec"]["replicatedJobs"]:
                     pod = job["template"]["spec"]["template"].get("spec") or {}
-                    _probe(pod.get("containers") or [], c.NODE, PROBE if job["name"] == c.LAUNCHER else WAIT)
-            elif doc["kind"] == c.TRAINJOB and kind != "MPIJob":
+                    _probe(pod.get("containers") or [], c.NODE, PROBE if job["name"] == view.launcher[1] else WAIT)
+            elif doc["kind"] == c.TRAINJOB and view.launcher is None:
                 trainer = doc["spec"].setdefault("trainer", {})
                 trainer["command"], trainer["args"] = [sys.executable, "-c", PROBE], []
         self.core.create_namespace({"metadata": {"name": namespace}})
@@ -198,7 +204,8 @@ def _compare(
     lines = [f"# check: {states}"]
     same = True
     facts: tuple[tuple[str, str], ...] = (("nodes", "nodes"), ("ranks", "rank"), ("processes per node", "nproc"))
-    if kind == "MPIJob":  # ranks are mpirun's to give
+    hostfile = VIEWS[kind].launcher is not None
+    if hostfile:  # ranks are mpirun's to give
         facts = (("hosts in the launcher's hostfile", "nodes"), ("slots per host", "nproc"))
     for label, key in facts:
         a = sorted(str(v[key]) for v in seen1) if key == "rank" else sorted({str(v[key]) for v in seen1})
@@ -216,7 +223,7 @@ def _compare(
             where = "v1 only" if key not in env2 else "v2 only" if key not in env1 else "values differ"
             lines.append(f"# check: env {key}: {where}  <- DIFFERENT")
     if same:
-        what = "launcher saw the same hosts, slots" if kind == "MPIJob" else "replicas saw the same nodes, ranks"
+        what = "launcher saw the same hosts, slots" if hostfile else "replicas saw the same nodes, ranks"
         lines.append(f"# check: the {what} and environment ({len(env1)} variables of yours)")
     return same, lines
 
