@@ -18,6 +18,24 @@ RANK = (
 )
 
 
+def mpijob(name: str, launcher: dict[str, Any], worker: dict[str, Any], workers: int, **worker_pod: Any) -> dict:
+    """An MPIJob of one launcher container and ``workers`` pods of one ``worker`` container (plus
+    ``worker_pod``'s pod-spec fields), whose workers are removed once the launcher is done."""
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "MPIJob",
+        "metadata": {"name": name},
+        "spec": {
+            "slotsPerWorker": 1,
+            "runPolicy": {"cleanPodPolicy": "Running"},
+            "mpiReplicaSpecs": {
+                "Launcher": {"replicas": 1, "template": {"spec": {"containers": [launcher]}}},
+                "Worker": {"replicas": workers, "template": {"spec": {"containers": [worker], **worker_pod}}},
+            },
+        },
+    }
+
+
 def test_mpirun_runs_an_allreduce_across_the_worker_pods(kube_api: Any, test_namespace: str) -> None:
     pytest.importorskip("mpi4py")
     jobs = Jobs(kube_api, test_namespace)
@@ -27,21 +45,7 @@ def test_mpirun_runs_an_allreduce_across_the_worker_pods(kube_api: Any, test_nam
         "image": "mpioperator/openmpi",
         "command": ["mpirun", "-np", "2", sys.executable, "-c", RANK],
     }
-    jobs.create(
-        {
-            "apiVersion": "kubeflow.org/v1",
-            "kind": "MPIJob",
-            "metadata": {"name": "allreduce"},
-            "spec": {
-                "slotsPerWorker": 1,
-                "runPolicy": {"cleanPodPolicy": "Running"},
-                "mpiReplicaSpecs": {
-                    "Launcher": {"replicas": 1, "template": {"spec": {"containers": [launcher]}}},
-                    "Worker": {"replicas": 2, "template": {"spec": {"containers": [worker]}}},
-                },
-            },
-        }
-    )
+    jobs.create(mpijob("allreduce", launcher, worker, 2))
     done = jobs.wait("MPIJob", "allreduce", "Succeeded", timeout=60)
     assert conditions(done)[-1] == (
         "Succeeded",
@@ -90,26 +94,8 @@ def test_mpirun_starts_once_the_workers_run(kube_api: Any, test_namespace: str) 
         "image": "mpioperator/openmpi",
         "command": ["mpirun", "-np", "2", sys.executable, "-c", READ_PREPARED],
     }
-    worker_spec = {
-        "initContainers": [prepare],
-        "containers": [worker],
-        "volumes": [{"name": "prepared", "emptyDir": {}}],
-    }
-    jobs.create(
-        {
-            "apiVersion": "kubeflow.org/v1",
-            "kind": "MPIJob",
-            "metadata": {"name": "prepared"},
-            "spec": {
-                "slotsPerWorker": 1,
-                "runPolicy": {"cleanPodPolicy": "Running"},
-                "mpiReplicaSpecs": {
-                    "Launcher": {"replicas": 1, "template": {"spec": {"containers": [launcher]}}},
-                    "Worker": {"replicas": 2, "template": {"spec": worker_spec}},
-                },
-            },
-        }
-    )
+    worker_pod = {"initContainers": [prepare], "volumes": [{"name": "prepared", "emptyDir": {}}]}
+    jobs.create(mpijob("prepared", launcher, worker, 2, **worker_pod))
     jobs.wait("MPIJob", "prepared", "Succeeded", timeout=60)
     lines = sorted(line for line in jobs.logs("prepared-launcher").splitlines() if line.startswith("prepared "))
     assert lines == ["prepared ready prepared-worker-0", "prepared ready prepared-worker-1"], lines
@@ -145,21 +131,7 @@ def test_a_worker_daemon_that_never_calls_back_fails_the_job(
         "command": ["mpirun", "-np", "1", sys.executable, "-c", "print('never')"],
         "env": [{"name": "AIRFLOW_TRAINING_MPI_DAEMON_TIMEOUT", "value": "2"}],
     }
-    jobs.create(
-        {
-            "apiVersion": "kubeflow.org/v1",
-            "kind": "MPIJob",
-            "metadata": {"name": "lost"},
-            "spec": {
-                "slotsPerWorker": 1,
-                "runPolicy": {"cleanPodPolicy": "Running"},
-                "mpiReplicaSpecs": {
-                    "Launcher": {"replicas": 1, "template": {"spec": {"containers": [launcher]}}},
-                    "Worker": {"replicas": 1, "template": {"spec": {"containers": [worker]}}},
-                },
-            },
-        }
-    )
+    jobs.create(mpijob("lost", launcher, worker, 1))
     started = time.monotonic()
     done = jobs.wait("MPIJob", "lost", "Failed", timeout=30)
     assert time.monotonic() - started < 25
@@ -198,21 +170,7 @@ def test_a_running_launcher_sees_discover_hosts_follow_the_worker_set(kube_api: 
         "command": [sys.executable, "-c", "import time; time.sleep(60)"],
     }
     launcher = {"name": "mpi", "image": "mpioperator/openmpi", "command": [sys.executable, "-c", WATCH_HOSTS]}
-    jobs.create(
-        {
-            "apiVersion": "kubeflow.org/v1",
-            "kind": "MPIJob",
-            "metadata": {"name": "grow"},
-            "spec": {
-                "slotsPerWorker": 1,
-                "runPolicy": {"cleanPodPolicy": "Running"},
-                "mpiReplicaSpecs": {
-                    "Launcher": {"replicas": 1, "template": {"spec": {"containers": [launcher]}}},
-                    "Worker": {"replicas": 1, "template": {"spec": {"containers": [sleeper]}}},
-                },
-            },
-        }
-    )
+    jobs.create(mpijob("grow", launcher, sleeper, 1))
     wait_for(lambda: "hosts 1 " in _logs(jobs, "grow-launcher"), 20, "the launcher to see one worker")
     jobs.patch("MPIJob", "grow", {"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 2}}}})
     jobs.wait("MPIJob", "grow", "Succeeded", timeout=30)

@@ -73,6 +73,12 @@ class RegistryOptions:
     chunk_size: int = DEFAULT_CHUNK
     monolithic_below: int = DEFAULT_CHUNK
 
+    @classmethod
+    def single_attempt(cls, timeout: float = 10.0) -> RegistryOptions:
+        """One try, a short timeout: for reads whose answer is only shown (a dead registry costs
+        ``timeout`` at most, not the ~23 s of the default back-off)."""
+        return cls(timeout=timeout, retries=0)
+
 
 def _verify(options: RegistryOptions) -> bool | ssl.SSLContext:
     if not options.tls_verify:
