@@ -13,11 +13,12 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.websockets import WebSocket
 
-from airflow_provider_training.embedded.apiserver import crud, discovery, errors, operatorpod, podtokens
+from airflow_provider_training.embedded.apiserver import crud, discovery, errors, metrics, operatorpod, podtokens
 from airflow_provider_training.embedded.apiserver import exec as exec_
 from airflow_provider_training.embedded.apiserver.apply import server_side_apply
 from airflow_provider_training.embedded.apiserver.context import ServerContext
 from airflow_provider_training.embedded.apiserver.http import (
+    Target,
     error_response,
     flag,
     json_response,
@@ -69,16 +70,41 @@ def _openapi(path: str) -> Response | None:
     return None
 
 
+# How kube-apiserver's metrics name each verb (``metrics.py``).
+KUBE_VERBS = {"create": "POST", "update": "PUT", "deletecollection": "DELETECOLLECTION"}
+
+
 async def _resource(request: Request, ctx: ServerContext, path: str) -> Response:
+    """Answer a request about a resource, counted in ``/metrics`` (a watch counts itself: it is
+    open long after this returns)."""
     target = parse_target(path)
+    verb = _verb(request, target)
+    key = metrics.labels(KUBE_VERBS.get(verb, verb), target)
+    try:
+        response = await _answer(request, ctx, target, verb)
+    except errors.ApiError as exc:
+        ctx.metrics.answered(key, exc.code)
+        raise
+    if verb != "watch" or response.status_code != 200:
+        ctx.metrics.answered(key, response.status_code)
+    return response
+
+
+def _verb(request: Request, target: Target) -> str:
+    method = request.method
+    if target.name is None and method == "GET":
+        return "watch" if flag(request.query_params.get("watch")) else "list"
+    if target.name is None and method == "DELETE":
+        return "deletecollection"
+    if method == "PATCH" and request.headers.get("content-type", "").startswith(APPLY_PATCH):
+        return "apply"
+    return {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}[method]
+
+
+async def _answer(request: Request, ctx: ServerContext, target: Target, verb: str) -> Response:
     rt, method = target.rt, request.method
-    verb = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}[method]
     if target.name is None:
-        if method == "GET":
-            verb = "watch" if flag(request.query_params.get("watch")) else "list"
-        elif method == "DELETE":
-            verb = "deletecollection"
-        elif method != "POST":
+        if method not in ("GET", "DELETE", "POST"):
             raise errors.method_not_allowed()
     elif method == "POST" or (target.subresource and method == "DELETE"):
         raise errors.method_not_allowed()
@@ -86,13 +112,14 @@ async def _resource(request: Request, ctx: ServerContext, path: str) -> Response
         if method != "GET":
             raise errors.method_not_allowed()
         return operatorpod.logs(request, ctx, target.namespace, target.name) or await logs(request, ctx, target)
-    if verb not in rt.verbs and not (target.subresource == "status" and verb in ("get", "update", "patch")):
+    checked = "patch" if verb == "apply" else verb
+    if checked not in rt.verbs and not (target.subresource == "status" and checked in ("get", "update", "patch")):
         raise errors.method_not_allowed(
             f"{rt.qualified_name} is read-only on the embedded control plane"
             if rt.read_only
             else "the server does not allow this method on the requested resource"
         )
-    if verb == "patch" and request.headers.get("content-type", "").startswith(APPLY_PATCH):
+    if verb == "apply":
         return await server_side_apply(request, ctx, target)
     handler = {
         "watch": watch,
@@ -116,6 +143,16 @@ def create_app(ctx: ServerContext) -> FastAPI:
     @app.get("/readyz")
     async def health() -> PlainTextResponse:
         return PlainTextResponse("ok")
+
+    @app.get("/metrics")
+    async def request_metrics(request: Request) -> Response:
+        """kube-apiserver's request counters (``metrics.py``); the same credentials as any request."""
+        try:
+            if not _authorized(request, ctx.token):
+                podtokens.check(ctx, request.headers.get("authorization", ""))
+        except errors.ApiError as exc:
+            return error_response(exc)
+        return PlainTextResponse(ctx.metrics.text(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
     @app.websocket("/api/v1/namespaces/{namespace}/pods/{name}/exec")
     async def pod_exec(websocket: WebSocket, namespace: str, name: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from airflow_provider_training.embedded.apiserver.metrics import ApiMetrics
 from airflow_provider_training.embedded.paths import Home
 from airflow_provider_training.embedded.store import Store
 
@@ -30,3 +31,4 @@ class ServerContext:
     home: Home
     token: str
     settings: Settings = field(default_factory=Settings)
+    metrics: ApiMetrics = field(default_factory=ApiMetrics)
