@@ -4,9 +4,11 @@ suite runs on the Airflow in ``.venv``).
 
     .venv/bin/python tools/airflow_versions.py [3.2 | 3.4 ...] [-- pytest args]
 
-A venv is made on first use (about a minute each with a warm pip cache; pip, not uv: torch and the
-rest come from this machine's wheel cache the same way as ``tools/setup.sh``) and reused while every
-requirement below is still satisfied and the provider is installed editable from this checkout.
+A venv is made on first use and reused while every requirement below is still satisfied and the
+provider is installed editable from this checkout. It is made with ``uv`` (``.venv``'s, from the
+test extra; 10-20 s each) where there is one, else with pip (about 3 minutes each). Neither venv has
+PyTorch: the tests' training replicas run on ``.venv``'s Python, as on a cluster they run in an image
+of their own (``$TRAINING_IMAGE_PYTHON``, tests/fixtures/control_plane.py).
 Airflow's constraints files are not reachable here, so the few pins that Airflow's constraints would
 have set, where a newer library breaks that Airflow release itself, are listed with the reason.
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -45,18 +48,24 @@ VERSIONS: dict[str, tuple[str, list[str]]] = {
     # the newest pre-release on PyPI (3.4.0 itself is not installable here yet)
     "3.4": (".venv-airflow34", ["apache-airflow==3.4.0b2"]),
 }
-# What differs between versions runs here: deferral and resuming, triggers, sensors in every mode,
-# reattach after a worker crash (no task state store before 3.3), the kill paths, provider discovery,
-# the shipped DAGs' parsing and one of them end to end. Not the deployment, UI, kitops or controller
-# tiers: they exercise the provider's own code the same way on every Airflow.
+# What touches Airflow runs here: deferral and resuming, triggers on the shared watch, sensors in every
+# mode, reattach after a worker crash (no task state store before 3.3), the kill paths, the approval
+# (Human-in-the-loop), provider discovery, extra links and the UI plugin's loading, the shipped DAGs'
+# parsing and one of them end to end. Not the deployment, cockpit, kitops or controller tiers: they
+# exercise the provider's own code the same way on every Airflow.
 TESTS = [
     "tests/operators/test_airflow_versions.py",
+    "tests/operators/test_approval.py",
     "tests/operators/test_deferrable_and_sensor.py",
+    "tests/operators/test_shared_watches.py",
     "tests/operators/test_sync.py",
     "tests/operators/test_worker_crash_and_kill.py",
     "tests/operators/test_policy_and_serialization.py",
     "tests/operators/test_trigger_imports.py",
     "tests/test_provider_registration.py",
+    "tests/ui/test_links.py",
+    "tests/ui/test_plugin_import.py",
+    "tests/ui/test_plugin_once.py",
     "tests/dags/test_dags.py::test_dagbag_loads_every_dag_without_import_errors",
     "tests/dags/test_dags.py::test_ui_triggered_training_refuses_invalid_params",
     "tests/dags/test_dags.py::test_example_dag_runs_end_to_end[tfjob_example-conf1-ran1]",
@@ -79,9 +88,17 @@ sys.exit(airflow_provider_training.__file__ != {str(ROOT / "src" / "airflow_prov
 """
 
 
+def _uv() -> str | None:
+    """``.venv``'s uv (the test extra), else one on PATH."""
+    beside = Path(sys.executable).parent / "uv"
+    return str(beside) if beside.exists() else shutil.which("uv")
+
+
 def venv_for(version: str) -> Path:
     name, requirements = VERSIONS[version]
-    python = ensure_venv(name, [*requirements, CNCF_KUBERNETES, *TEST_TOOLS, "-e", str(ROOT)], _check(requirements))
+    python = ensure_venv(
+        name, [*requirements, CNCF_KUBERNETES, *TEST_TOOLS, "-e", str(ROOT)], _check(requirements), uv=_uv()
+    )
     # setuptools' editable install leaves src/*.egg-info behind: with src on sys.path Airflow would then
     # find the distribution twice (see tools/setup.sh)
     for leftover in (ROOT / "src").glob("*.egg-info"):
@@ -89,30 +106,58 @@ def venv_for(version: str) -> Path:
     return python
 
 
+LOGS = ROOT / ".run" / "airflow-versions"
+
+
 def main(argv: list[str]) -> int:
     versions = [a for a in argv if a in VERSIONS] or list(VERSIONS)
     extra = argv[argv.index("--") + 1 :] if "--" in argv else []
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONHOME")}
     env["PYTHONPATH"] = f"{ROOT / 'src'}{os.pathsep}{ROOT}"
-    failed = []
+    # The training replicas (PyTorch, scikit-learn) run on .venv's Python, as on a cluster they run in
+    # an image of their own: the side venvs hold Airflow and the provider only (tests/fixtures/control_plane.py)
+    training_python = ROOT / ".venv" / "bin" / "python"
+    if not training_python.exists():
+        print(f"{training_python} is missing: run tools/setup.sh first", file=sys.stderr)
+        return 1
+    env["TRAINING_IMAGE_PYTHON"] = str(training_python)
+    started = time.monotonic()
+    failed, pythons = [], {}
     for version in versions:
-        started = time.monotonic()
         try:
-            python = venv_for(version)
+            pythons[version] = venv_for(version)
         except SideVenvError as exc:
             print(f"airflow {version}: {exc}", file=sys.stderr)
             failed.append(version)
-            continue
-        made = time.monotonic() - started
-        deselect = [arg for test in DESELECT for arg in ("--deselect", test)]
-        code = subprocess.run(
-            [str(python), "-m", "pytest", *TESTS, *deselect, "-q", "-p", "no:cacheprovider", *extra],
-            cwd=ROOT,
-            env=env,
-        ).returncode
-        print(f"airflow {version}: venv {made:.0f} s, tests {time.monotonic() - started - made:.0f} s, exit {code}")
+    made = time.monotonic() - started
+    # Both versions at once: each session has its own control plane, registry and Airflow home, and
+    # most of a session is waiting on jobs and triggers (on 2 cores: ~4 min together, ~6 min one by one)
+    LOGS.mkdir(parents=True, exist_ok=True)
+    deselect = [arg for test in DESELECT for arg in ("--deselect", test)]
+    running = {}
+    try:
+        for version, python in pythons.items():
+            with open(LOGS / f"{version}.log", "w") as log:
+                running[version] = subprocess.Popen(
+                    [str(python), "-m", "pytest", *TESTS, *deselect, "-q", "-p", "no:cacheprovider", *extra],
+                    cwd=ROOT,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                )
+        codes = {version: process.wait() for version, process in running.items()}
+    finally:
+        for process in running.values():  # interrupted: let pytest tear its daemons down
+            if process.poll() is None:
+                process.send_signal(signal.SIGINT)
+                process.wait(120)
+    for version, code in codes.items():
+        print(f"== airflow {version} ({LOGS / f'{version}.log'})")
+        print((LOGS / f"{version}.log").read_text(errors="replace").rstrip())
         if code != 0:
             failed.append(version)
+    print(f"Airflow-version tier: venvs {made:.0f} s, tests {time.monotonic() - started - made:.0f} s")
     if failed:
         print(f"Airflow-version tier failed on {', '.join(failed)}", file=sys.stderr)
     return 1 if failed else 0

@@ -7,7 +7,8 @@ Airflow-version tier, ``tools/test-airflow-versions.sh``): the ``airflow.sdk`` n
 ``TriggerEvent``), ``defer()`` and resuming, the UI plugin's ``fastapi_apps`` / ``react_apps``, the
 declarative connection forms (``conn-fields``, 3.2+), and Human-in-the-loop's ``ApprovalOperator``
 (the standard provider's: on 3.2 it waits in the triggerer through ``HITLTrigger``, on 3.3+ in the
-``awaiting_input`` state; the approval flow is the same for the person answering).
+``awaiting_input`` state; the approval flow is the same for the person answering, except under
+``dag.test()`` on 3.2: :func:`approval_unsupported`).
 
 Only this module compares Airflow versions; the call sites ask it what they need.
 """
@@ -57,6 +58,11 @@ RACE_TOLERATED_SINCE: dict[str, tuple[int, int, int] | None] = {
 }
 GUARD_SECONDS = 10.0
 
+# Human-in-the-loop parks a task in ``awaiting_input`` from 3.3 on. 3.2's ApprovalOperator defers to
+# HITLTrigger, which reads the answer through the triggerer's supervisor: the in-process supervisor of
+# ``dag.test()`` / ``airflow dags test`` does not answer that request, and the trigger crashes.
+HITL_AWAITING_INPUT = AIRFLOW_VERSION >= (3, 3, 0)
+
 
 def race_tolerated(version: tuple[int, int, int] = AIRFLOW_VERSION) -> set[str]:
     """The resumed states in which a stale defer-exit success no longer fails the task."""
@@ -73,6 +79,21 @@ def task_state_store(context: Any) -> Any:
     """The task state store of this try (3.3+), else None: the callers fall back to what works on
     every version (reattach by identity labels)."""
     return context.get("task_state_store") if TASK_STATE_STORE else None
+
+
+def approval_unsupported() -> str | None:
+    """Why an approval cannot be answered in this task's process (None: it can)."""
+    if HITL_AWAITING_INPUT:
+        return None
+    from airflow.sdk.execution_time import supervisor, task_runner
+
+    if not isinstance(getattr(task_runner, "SUPERVISOR_COMMS", None), supervisor.InProcessSupervisorComms):
+        return None
+    return (
+        f"an approval cannot be answered under dag.test() / 'airflow dags test' on Airflow {_airflow_version}: "
+        "its HITLTrigger needs a triggerer (Airflow 3.3 and later need none). Run the DAG in a deployment "
+        "with a triggerer, or turn the approval off (enabled=False, e.g. the DAG's approve_deploy param)"
+    )
 
 
 def deferred_kill_unsupported(on_kill_action: str) -> str | None:

@@ -64,10 +64,12 @@ def test_the_settle_default_is_the_guard_until_every_variant_is_tolerated(monkey
 
 
 def test_the_version_flags_match_the_installed_airflow() -> None:
+    import airflow.sdk.exceptions
     from airflow.sdk.definitions.context import Context
     from airflow.triggers.base import BaseTrigger
 
     assert hasattr(BaseTrigger, "on_kill") == compat.TRIGGER_ON_KILL
+    assert hasattr(airflow.sdk.exceptions, "TaskAwaitingInput") == compat.HITL_AWAITING_INPUT
     assert ("task_state_store" in Context.__annotations__) == compat.TASK_STATE_STORE
     assert compat.task_state_store({"task_state_store": "the store"}) == (
         "the store" if compat.TASK_STATE_STORE else None
