@@ -1,7 +1,7 @@
 """What differs between the Airflow versions the provider supports (3.2, 3.3, 3.4), in one place.
 
 Everything else the provider uses behaves the same on 3.2.2, 3.3.2 and 3.4.0b2 (each run in CI's
-Airflow-version tier, ``tools/test-airflow-versions.sh``): the ``airflow.sdk`` names (``BaseOperator``,
+Airflow-version tier, ``tools/airflow_versions.py``): the ``airflow.sdk`` names (``BaseOperator``,
 ``BaseSensorOperator``, ``PokeReturnValue``, ``BaseHook``, ``BaseOperatorLink``, ``Asset``,
 ``AssetAlias``, ``conf``, the exceptions), ``airflow.triggers.base`` (``BaseTrigger``,
 ``TriggerEvent``), ``defer()`` and resuming, the UI plugin's ``fastapi_apps`` / ``react_apps``, the

@@ -1,6 +1,6 @@
 """What differs between the supported Airflow versions (``airflow_provider_training.compat``), held
 against the installed Airflow itself. The main suite runs this on 3.3; CI's Airflow-version tier
-(``tools/test-airflow-versions.sh``) on the lowest supported release and the newest pre-release, so a
+(``tools/airflow_versions.py``) on the lowest supported release and the newest pre-release, so a
 release that changes one of these facts fails here instead of in a user's deployment."""
 
 from __future__ import annotations
