@@ -6,9 +6,10 @@ suite runs on the Airflow in ``.venv``).
 
 A venv is made on first use and reused while every requirement below is still satisfied and the
 provider is installed editable from this checkout. It is made with ``uv`` (``.venv``'s, from the
-test extra; 10-20 s each) where there is one, else with pip (about 3 minutes each). Neither venv has
-PyTorch: the tests' training replicas run on ``.venv``'s Python, as on a cluster they run in an image
-of their own (``$TRAINING_IMAGE_PYTHON``, tests/fixtures/control_plane.py).
+test extra; both venvs in 15 s with an empty cache) where there is one, else with pip (about 3
+minutes each). Neither venv has PyTorch: the tests' training replicas run on ``.venv``'s Python, as
+on a cluster they run in an image of their own (``$TRAINING_IMAGE_PYTHON``,
+tests/fixtures/control_plane.py).
 Airflow's constraints files are not reachable here, so the few pins that Airflow's constraints would
 have set, where a newer library breaks that Airflow release itself, are listed with the reason.
 """
