@@ -1,8 +1,8 @@
 """Deferred training tasks in one triggerer share one watch: N ``TrainingJobTrigger``s run as the
 triggerer runs them (built from their stored kwargs, one event loop, cancelled the two ways Airflow
-3.3 cancels) hold one watch connection to the API server and make no requests at idle — counted on
+3.3+ cancels) hold one watch connection to the API server and make no requests at idle — counted on
 the server (``/metrics``) — while each still fires its own event, and a user's kill of one
-(``on_kill``) leaves the others waiting."""
+(``on_kill``; on 3.2 a plain cancel that keeps the job) leaves the others waiting."""
 
 from __future__ import annotations
 
@@ -14,9 +14,11 @@ from typing import Any
 
 import pytest
 
+from airflow_provider_training import compat
 from airflow_provider_training.triggers import TrainingJobTrigger
 from tests.apimetrics import open_watches, requests
 from tests.factories import simple_job as job
+from tests.operators.helpers import run_trigger, user_kill_message
 
 N = 30
 IDLE_SECONDS = 5.0
@@ -34,8 +36,6 @@ async def eventually(what: str, check: Callable[[], Any], timeout: float = 30.0)
 def test_deferred_training_tasks_in_one_triggerer_share_one_watch(
     embedded_default: Any, job_driver: Any, test_namespace: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from airflow.jobs.triggerer_job_runner import _USER_ACTION_CANCEL_MSG
-
     from airflow_provider_training.client.informer import SHARED
     from airflow_provider_training.hooks.training import TrainingHook
 
@@ -58,18 +58,6 @@ def test_deferred_training_tasks_in_one_triggerer_share_one_watch(
     baseline = open_watches(kubeconfig, "pytorchjobs")
 
     async def triggerer() -> dict[str, dict[str, Any]]:
-        async def run_trigger(trigger: TrainingJobTrigger) -> dict[str, Any]:  # the triggerer's run_trigger
-            try:
-                async for event in trigger.run():
-                    return dict(event.payload)
-                raise AssertionError("no event")
-            except asyncio.CancelledError as exc:
-                if exc.args and exc.args[0] == _USER_ACTION_CANCEL_MSG:
-                    await trigger.on_kill()
-                raise
-            finally:
-                await trigger.cleanup()
-
         tasks = {name: asyncio.create_task(run_trigger(TrainingJobTrigger(**stored[name]))) for name in names}
         await eventually("the shared watch", lambda: open_watches(kubeconfig, "pytorchjobs") > baseline)
         await asyncio.sleep(1.0)  # every trigger has subscribed by now
@@ -81,12 +69,13 @@ def test_deferred_training_tasks_in_one_triggerer_share_one_watch(
         idle = await asyncio.to_thread(requests, kubeconfig) - before
         assert idle / IDLE_SECONDS < 1.0, f"{idle} requests in {IDLE_SECONDS:g} s at idle"
 
-        # a user kills one deferred task: its job goes, the others keep waiting on the same watch
+        # a user kills one deferred task: its job goes (3.3+; 3.2 keeps it), the others keep waiting
         killed = tasks.pop(names[0])
-        killed.cancel(_USER_ACTION_CANCEL_MSG)
+        killed.cancel(user_kill_message())
         with contextlib.suppress(asyncio.CancelledError):
             await killed
-        assert await asyncio.to_thread(client.find, "PyTorchJob", names[0], test_namespace) is None
+        gone = await asyncio.to_thread(client.find, "PyTorchJob", names[0], test_namespace) is None
+        assert gone == compat.TRIGGER_ON_KILL
         # a triggerer restart cancels another without a message: its job stays, to resume elsewhere
         moved = tasks.pop(names[1])
         moved.cancel()

@@ -8,6 +8,9 @@ after it (the run still succeeds: a rejection is an answer, not a failure).
 
 ``enabled`` (templated: ``"{{ params.approve_deploy }}"``) off returns at once without asking, so
 one DAG serves both unattended runs and runs a person signs off.
+
+On Airflow 3.2 the request waits in the triggerer (``HITLTrigger``), so ``dag.test()`` cannot answer
+it there: the task fails at once saying so (``compat.approval_unsupported``); 3.3+ wait without one.
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow.providers.standard.operators.hitl import ApprovalOperator
+from airflow.sdk.exceptions import AirflowFailException
 
+from airflow_provider_training import compat
 from airflow_provider_training.client.inferenceservice import KIND, served_storage_uri
 from airflow_provider_training.hooks.registry import ModelKitRegistryHook
 from airflow_provider_training.hooks.training import DEFAULT, TrainingHook
@@ -118,6 +123,8 @@ class DeployApprovalOperator(ApprovalOperator):
         if not flag("enabled", self.enabled):
             self.log.info("Approval not asked (enabled is off): %s goes ahead to deploy", self.candidate)
             return None
+        if unsupported := compat.approval_unsupported():  # rather than HITLTrigger's AttributeError
+            raise AirflowFailException(unsupported)
         served = served_storage_uri(
             TrainingHook(kubernetes_conn_id=self.kubernetes_conn_id)
             .get_client()
