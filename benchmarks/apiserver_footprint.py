@@ -14,9 +14,7 @@ import httpx
 import psutil
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _apiserver_common import N_OBJECTS, seeded_daemon
-
-from airflow_provider_training.embedded import stop
+from _apiserver_common import N_OBJECTS, cleanup, exit_on_sigterm, seeded_daemon
 
 IDLE_SECONDS = 10.0
 
@@ -37,10 +35,11 @@ def measure(n: int) -> tuple[float, float]:
         idle = process.cpu_percent(None)
         return rss, idle
     finally:
-        stop(plane.home)
+        cleanup(plane.home)  # the daemon, its node's processes, its directory
 
 
 def main() -> None:
+    exit_on_sigterm()
     empty_rss, empty_cpu = measure(0)
     full_rss, full_cpu = measure(N_OBJECTS)
     print(f"daemon RSS, empty store:        {empty_rss:7.1f} MiB   idle CPU {empty_cpu:5.2f}% of a core")

@@ -80,7 +80,7 @@ class Plane:
 
     def close(self) -> None:
         self.api.close()
-        stop(self.home)
+        stop(self.home, replicas=True)
 
 
 def succeeded(obj: dict[str, Any]) -> bool:

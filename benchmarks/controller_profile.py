@@ -45,7 +45,7 @@ def main() -> None:
         try:
             profile(str(plane.kubeconfig), cfg, args.runs, Path(tmp))
         finally:
-            stop(home)
+            stop(home, replicas=True)
 
 
 def follow(kubeconfig: str, resource: str, out: str) -> None:

@@ -145,7 +145,7 @@ def main() -> None:
         custom.delete_namespaced_custom_object("serving.kserve.io", "v1beta1", "default", "inferenceservices", "digits")
         time.sleep(1.5)
     finally:
-        embedded.stop(tmp / "home")
+        embedded.stop(tmp / "home", replicas=True)
         registry.stop()
     total = sum(phases.values())
     print(json.dumps({k: round(v, 3) for k, v in phases.items()}))

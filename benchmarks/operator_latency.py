@@ -126,7 +126,7 @@ def main() -> None:
                 f"{statistics.median(values) / baseline:>10.3f}"
             )
     finally:
-        stop(WORK / "plane")
+        stop(WORK / "plane", replicas=True)
 
 
 if __name__ == "__main__":

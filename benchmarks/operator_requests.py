@@ -120,7 +120,7 @@ def main() -> None:
             print(f"{label:<34}{n:>9}{rate:>9.2f}{steady:>11}{rate / naive_rate:>10.3f}")
         print("(steady state with the default watch_timeout of 240 s: one watch renewal per stream per 4 min)")
     finally:
-        stop(home)
+        stop(home, replicas=True)
 
 
 if __name__ == "__main__":

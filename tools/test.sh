@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The project's checks, as CI runs them: lint, types, layer contracts, then the test suite.
 # Usage: tools/test.sh [pytest args...]
+# Without pytest args (as CI runs it) the Airflow-version tier follows the suite: the operator, sensor,
+# trigger and dag.test() tests again on the lowest supported Airflow and on the newest 3.4 pre-release,
+# in venvs of their own (tools/airflow_versions.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh
@@ -15,3 +18,6 @@ echo "== ruff format"; ruff format --check src tests benchmarks dags tools
 echo "== mypy"; mypy
 echo "== import-linter"; lint-imports
 echo "== pytest"; python -m pytest "$@"
+if [ $# -eq 0 ]; then
+    echo "== Airflow versions"; python tools/airflow_versions.py
+fi

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow_provider_training import __version__
+from airflow_provider_training import __version__, compat
 
 
 def get_provider_info() -> dict[str, Any]:
@@ -176,17 +176,32 @@ def get_provider_info() -> dict[str, Any]:
                         "example": "/var/lib/airflow-training",
                         "default": "",
                     },
+                    "embedded_authorization": {
+                        "description": (
+                            "Authorization of the embedded control plane when a task starts it: `rbac` "
+                            "(as a cluster: pods may do what their service account is bound to, nothing "
+                            "by default) or `permissive` (every valid token may do everything, as before "
+                            "RBAC). Empty means $AIRFLOW_TRAINING_AUTHORIZATION, else rbac. The admin "
+                            "kubeconfig the tasks use may do everything in both."
+                        ),
+                        "version_added": "0.1.0",
+                        "type": "string",
+                        "example": "permissive",
+                        "default": "",
+                    },
                     "defer_settle_seconds": {
                         "description": (
                             "A deferred task's trigger holds its event until this many seconds after "
-                            "the task deferred: Airflow 3.3 can fail a task whose trigger fires before "
-                            "the scheduler has seen the deferring worker exit (apache/airflow#66374). "
-                            "Only jobs and rollouts that end within this time are delayed."
+                            "the task deferred: Airflow 3.2 to 3.4.0b2 can fail a task whose trigger "
+                            "fires before the scheduler has seen the deferring worker exit "
+                            "(apache/airflow#66374, #67287, #72716). Only jobs and rollouts that end "
+                            "within this time are delayed. The default is per Airflow version: 10 "
+                            "until a release tolerates every variant of the race, then 0."
                         ),
                         "version_added": "0.1.0",
                         "type": "float",
                         "example": "10",
-                        "default": "10",
+                        "default": f"{compat.default_settle_seconds():g}",
                     },
                     "kit_binary": {
                         "description": (

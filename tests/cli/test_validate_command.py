@@ -13,9 +13,9 @@ from tests.factories import minimal
 from tests.paths import SEED
 
 
-def _run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def _run(*args: str, stdin: str | None = None, command: str = "validate") -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "airflow_provider_training.cli", "validate", *args],
+        [sys.executable, "-m", "airflow_provider_training.cli", command, *args],
         capture_output=True,
         text=True,
         input=stdin,
@@ -53,12 +53,17 @@ def test_several_files_and_every_error(tmp_path: Path) -> None:
     assert "tfjob-multiworker.yaml: TFJob tensorflow-multiworker-job: valid (0 error(s), 0 warning(s))" in out
 
 
-def test_malformed_yaml_reports_line_and_column(tmp_path: Path) -> None:
-    path = tmp_path / "broken.yaml"
-    path.write_text("kind: PyTorchJob\nspec: [\n")
+def _refused(path: Path, text: str) -> str:
+    """What ``validate`` prints for a file of ``text`` it refuses (exit 1, the file named)."""
+    path.write_text(text)
     result = _run("-f", str(path))
     assert result.returncode == 1
-    assert str(path) in result.stdout and "line 3, column 1" in result.stdout
+    assert str(path) in result.stdout
+    return result.stdout
+
+
+def test_malformed_yaml_reports_line_and_column(tmp_path: Path) -> None:
+    assert "line 3, column 1" in _refused(tmp_path / "broken.yaml", "kind: PyTorchJob\nspec: [\n")
 
 
 def test_reads_stdin() -> None:
@@ -72,24 +77,15 @@ def test_a_file_with_no_documents_is_an_error_naming_it(tmp_path: Path) -> None:
         path = tmp_path / "empty.yaml"
         path.write_text(text)
         for command in ("validate", "migrate"):
-            proc = subprocess.run(
-                [sys.executable, "-m", "airflow_provider_training.cli", command, "-f", str(path)],
-                capture_output=True,
-                text=True,
-                timeout=60,
-                env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-            )
+            proc = _run("-f", str(path), command=command)
             assert proc.returncode == 1, (command, text, proc.stdout, proc.stderr)
             assert f"{path}: no documents" in proc.stderr
 
 
 def test_a_recursive_alias_is_named_with_its_file_and_line(tmp_path: Path) -> None:
-    path = tmp_path / "loop.yaml"
-    path.write_text("apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nspec:\n  a: &a [*a]\n")
-    proc = _run("-f", str(path))
-    assert proc.returncode == 1
-    assert str(path) in proc.stdout and "line 4: recursive alias" in proc.stdout
-    assert "Unsupported value" not in proc.stdout
+    out = _refused(tmp_path / "loop.yaml", "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nspec:\n  a: &a [*a]\n")
+    assert "line 4: recursive alias" in out
+    assert "Unsupported value" not in out
 
 
 def test_documents_per_file_are_capped_and_refused_fast(tmp_path: Path) -> None:

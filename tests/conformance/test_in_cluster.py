@@ -1,5 +1,6 @@
 """Pods get in-cluster configuration: kubectl and the official client inside a replica reach the
-API with no flags; tokens are per pod, die with their pod, and forged ones are refused."""
+API with no flags; tokens are per pod, die with their pod, and forged ones are refused. (A pod may
+do what its service account is bound to, as on a cluster: these tests bind ``view`` first.)"""
 
 from __future__ import annotations
 
@@ -49,6 +50,11 @@ def _call(control_plane: ControlPlane, token: str, path: str) -> tuple[int, dict
         return exc.code, json.loads(exc.read())
 
 
+def _grant_view(kubectl: Kubectl, namespace: str) -> None:
+    """What a cluster admin does for pods that read the API: bind ``view`` to their account."""
+    kubectl("create", "rolebinding", "default-view", "--clusterrole=view", f"--serviceaccount={namespace}:default")
+
+
 def _token(control_plane: ControlPlane, kubectl: Kubectl, pod: str) -> str:
     uid = kubectl("get", "pod", pod, "-o", "jsonpath={.metadata.uid}").stdout
     (token,) = (control_plane.home / "node" / "pods" / uid / "volumes").glob("kube-api-access-*/token")
@@ -56,6 +62,7 @@ def _token(control_plane: ControlPlane, kubectl: Kubectl, pod: str) -> str:
 
 
 def test_kubectl_and_client_inside_a_pod_need_no_flags(kubectl: Kubectl, test_namespace: str) -> None:
+    _grant_view(kubectl, test_namespace)
     _apply(kubectl, _pod("inside", INSIDE))
     kubectl("wait", "--for=jsonpath={.status.phase}=Succeeded", "pod/inside", timeout=90)
     seen = json.loads(kubectl("logs", "inside").stdout.strip().splitlines()[-1])
@@ -79,6 +86,7 @@ def test_automount_false_gets_no_token(kubectl: Kubectl) -> None:
 
 def test_tokens_are_per_pod_and_die_with_it(kubectl: Kubectl, control_plane: ControlPlane, test_namespace: str) -> None:
     sleep = "import time; time.sleep(600)"
+    _grant_view(kubectl, test_namespace)
     for name in ("one", "two"):
         _apply(kubectl, _pod(name, sleep))
     kubectl("wait", "--for=condition=Ready", "pod/one", "pod/two", timeout=90)

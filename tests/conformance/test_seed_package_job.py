@@ -3,7 +3,12 @@
 (in the same namespace) waits for it with ``kubectl`` from inside its pod, logs in to the registry
 with ``kit login -p``, packs the claim's ``/output`` and pushes it. The registry is a real one
 with TLS and Basic auth standing in for TCR; ``TCR_*`` reach the ``kit`` image through the image
-mapping. The seed files are ``tests/data/seed``'s."""
+mapping. The seed files are ``tests/data/seed``'s.
+
+As on TKE, the Job's pod runs as its namespace's ``default`` service account, which may do
+nothing: its ``kubectl wait`` is refused with kube-apiserver's 403 until the shipped Role
+(``deploy/rbac/packaging-job.yaml`` and, for a Job that names no account,
+``packaging-job-default-sa.yaml``) is applied."""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ import json
 import subprocess
 import sys
 import tarfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -61,6 +67,22 @@ def test_package_job_runs_after_the_ddp_job(tmp_path: Path, registry_factory: Ca
     try:
         # the seed's spec.cleanPodPolicy is refused by strict validation, on a cluster too
         assert kubectl("apply", "--validate=warn", "-f", str(SEED / "pytorch-mnist-ddp.yaml")).returncode == 0
+        assert kubectl("apply", "-f", str(SEED / "package-job.yaml")).returncode == 0
+        forbidden = (
+            'Error from server (Forbidden): pytorchjobs.kubeflow.org "pytorch-mnist-ddp" is forbidden: User '
+            '"system:serviceaccount:kubeflow:default" cannot get resource "pytorchjobs" in API group "kubeflow.org" '
+            'in the namespace "kubeflow"'
+        )
+        deadline = time.monotonic() + 120
+        while forbidden not in (refused := kubectl("logs", "job/package-trained-model").stdout):
+            assert time.monotonic() < deadline, f"no 403 in the Job's log:\n{refused}"
+            time.sleep(0.5)
+        assert kubectl("delete", "job", "package-trained-model", "--wait", timeout=120).returncode == 0
+        rbac = REPO / "deploy" / "rbac"
+        granted = kubectl(
+            "apply", "-f", str(rbac / "packaging-job.yaml"), "-f", str(rbac / "packaging-job-default-sa.yaml")
+        )
+        assert granted.returncode == 0, granted.stderr
         assert kubectl("apply", "-f", str(SEED / "package-job.yaml")).returncode == 0
         waited = kubectl("wait", "--for=condition=complete", "job/package-trained-model", "--timeout=300s", timeout=320)
         pod_logs = kubectl("logs", "job/package-trained-model").stdout

@@ -18,6 +18,24 @@ RANK = (
 )
 
 
+def mpijob(name: str, launcher: dict[str, Any], worker: dict[str, Any], workers: int, **worker_pod: Any) -> dict:
+    """An MPIJob of one launcher container and ``workers`` pods of one ``worker`` container (plus
+    ``worker_pod``'s pod-spec fields), whose workers are removed once the launcher is done."""
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "MPIJob",
+        "metadata": {"name": name},
+        "spec": {
+            "slotsPerWorker": 1,
+            "runPolicy": {"cleanPodPolicy": "Running"},
+            "mpiReplicaSpecs": {
+                "Launcher": {"replicas": 1, "template": {"spec": {"containers": [launcher]}}},
+                "Worker": {"replicas": workers, "template": {"spec": {"containers": [worker], **worker_pod}}},
+            },
+        },
+    }
+
+
 def test_mpirun_runs_an_allreduce_across_the_worker_pods(kube_api: Any, test_namespace: str) -> None:
     pytest.importorskip("mpi4py")
     jobs = Jobs(kube_api, test_namespace)
@@ -27,21 +45,7 @@ def test_mpirun_runs_an_allreduce_across_the_worker_pods(kube_api: Any, test_nam
         "image": "mpioperator/openmpi",
         "command": ["mpirun", "-np", "2", sys.executable, "-c", RANK],
     }
-    jobs.create(
-        {
-            "apiVersion": "kubeflow.org/v1",
-            "kind": "MPIJob",
-            "metadata": {"name": "allreduce"},
-            "spec": {
-                "slotsPerWorker": 1,
-                "runPolicy": {"cleanPodPolicy": "Running"},
-                "mpiReplicaSpecs": {
-                    "Launcher": {"replicas": 1, "template": {"spec": {"containers": [launcher]}}},
-                    "Worker": {"replicas": 2, "template": {"spec": {"containers": [worker]}}},
-                },
-            },
-        }
-    )
+    jobs.create(mpijob("allreduce", launcher, worker, 2))
     done = jobs.wait("MPIJob", "allreduce", "Succeeded", timeout=60)
     assert conditions(done)[-1] == (
         "Succeeded",
@@ -90,26 +94,8 @@ def test_mpirun_starts_once_the_workers_run(kube_api: Any, test_namespace: str) 
         "image": "mpioperator/openmpi",
         "command": ["mpirun", "-np", "2", sys.executable, "-c", READ_PREPARED],
     }
-    worker_spec = {
-        "initContainers": [prepare],
-        "containers": [worker],
-        "volumes": [{"name": "prepared", "emptyDir": {}}],
-    }
-    jobs.create(
-        {
-            "apiVersion": "kubeflow.org/v1",
-            "kind": "MPIJob",
-            "metadata": {"name": "prepared"},
-            "spec": {
-                "slotsPerWorker": 1,
-                "runPolicy": {"cleanPodPolicy": "Running"},
-                "mpiReplicaSpecs": {
-                    "Launcher": {"replicas": 1, "template": {"spec": {"containers": [launcher]}}},
-                    "Worker": {"replicas": 2, "template": {"spec": worker_spec}},
-                },
-            },
-        }
-    )
+    worker_pod = {"initContainers": [prepare], "volumes": [{"name": "prepared", "emptyDir": {}}]}
+    jobs.create(mpijob("prepared", launcher, worker, 2, **worker_pod))
     jobs.wait("MPIJob", "prepared", "Succeeded", timeout=60)
     lines = sorted(line for line in jobs.logs("prepared-launcher").splitlines() if line.startswith("prepared "))
     assert lines == ["prepared ready prepared-worker-0", "prepared ready prepared-worker-1"], lines
@@ -145,21 +131,7 @@ def test_a_worker_daemon_that_never_calls_back_fails_the_job(
         "command": ["mpirun", "-np", "1", sys.executable, "-c", "print('never')"],
         "env": [{"name": "AIRFLOW_TRAINING_MPI_DAEMON_TIMEOUT", "value": "2"}],
     }
-    jobs.create(
-        {
-            "apiVersion": "kubeflow.org/v1",
-            "kind": "MPIJob",
-            "metadata": {"name": "lost"},
-            "spec": {
-                "slotsPerWorker": 1,
-                "runPolicy": {"cleanPodPolicy": "Running"},
-                "mpiReplicaSpecs": {
-                    "Launcher": {"replicas": 1, "template": {"spec": {"containers": [launcher]}}},
-                    "Worker": {"replicas": 1, "template": {"spec": {"containers": [worker]}}},
-                },
-            },
-        }
-    )
+    jobs.create(mpijob("lost", launcher, worker, 1))
     started = time.monotonic()
     done = jobs.wait("MPIJob", "lost", "Failed", timeout=30)
     assert time.monotonic() - started < 25
@@ -198,21 +170,7 @@ def test_a_running_launcher_sees_discover_hosts_follow_the_worker_set(kube_api: 
         "command": [sys.executable, "-c", "import time; time.sleep(60)"],
     }
     launcher = {"name": "mpi", "image": "mpioperator/openmpi", "command": [sys.executable, "-c", WATCH_HOSTS]}
-    jobs.create(
-        {
-            "apiVersion": "kubeflow.org/v1",
-            "kind": "MPIJob",
-            "metadata": {"name": "grow"},
-            "spec": {
-                "slotsPerWorker": 1,
-                "runPolicy": {"cleanPodPolicy": "Running"},
-                "mpiReplicaSpecs": {
-                    "Launcher": {"replicas": 1, "template": {"spec": {"containers": [launcher]}}},
-                    "Worker": {"replicas": 1, "template": {"spec": {"containers": [sleeper]}}},
-                },
-            },
-        }
-    )
+    jobs.create(mpijob("grow", launcher, sleeper, 1))
     wait_for(lambda: "hosts 1 " in _logs(jobs, "grow-launcher"), 20, "the launcher to see one worker")
     jobs.patch("MPIJob", "grow", {"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 2}}}})
     jobs.wait("MPIJob", "grow", "Succeeded", timeout=30)
@@ -225,3 +183,74 @@ def _logs(jobs: Jobs, pod: str) -> str:
         return jobs.logs(pod)
     except Exception:
         return ""
+
+
+def test_the_launcher_gets_the_account_role_and_binding_upstream_creates(kube_api: Any, test_namespace: str) -> None:
+    """``kubexec.sh`` runs ``kubectl exec`` as the launcher's own account: the operator makes it,
+    a Role that may exec into this job's workers only (updated when they change), and the binding."""
+    from kubernetes import client
+
+    jobs = Jobs(kube_api, test_namespace)
+    sleeper = {
+        "name": "mpi",
+        "image": "mpioperator/openmpi",
+        "command": [sys.executable, "-c", "import time; time.sleep(60)"],
+    }
+    jobs.create(
+        {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "MPIJob",
+            "metadata": {"name": "held"},
+            "spec": {
+                "mpiReplicaSpecs": {
+                    "Launcher": {"replicas": 1, "template": {"spec": {"containers": [sleeper]}}},
+                    "Worker": {"replicas": 2, "template": {"spec": {"containers": [sleeper]}}},
+                },
+            },
+        }
+    )
+    rbac, core = client.RbacAuthorizationV1Api(kube_api), client.CoreV1Api(kube_api)
+    account = wait_for(
+        lambda: _maybe(core.read_namespaced_service_account, "held-launcher", test_namespace), 20, "the account"
+    )
+    assert [(r.kind, r.name, r.controller) for r in account.metadata.owner_references] == [("MPIJob", "held", True)]
+    role = rbac.read_namespaced_role("held-launcher", test_namespace)
+    assert [(r.verbs, r.resources, r.resource_names) for r in role.rules] == [
+        (["get", "list", "watch"], ["pods"], None),
+        (["create"], ["pods/exec"], ["held-worker-0", "held-worker-1"]),
+    ]
+    binding = rbac.read_namespaced_role_binding("held-launcher", test_namespace)
+    assert [(s.kind, s.name, s.namespace) for s in binding.subjects] == [
+        ("ServiceAccount", "held-launcher", test_namespace)
+    ]
+    launcher = wait_for(lambda: _maybe(core.read_namespaced_pod, "held-launcher", test_namespace), 20, "the launcher")
+    assert launcher.spec.service_account_name == "held-launcher"
+
+    def may_exec(pod: str) -> bool:
+        review = {
+            "spec": {
+                "user": f"system:serviceaccount:{test_namespace}:held-launcher",
+                "groups": ["system:serviceaccounts", "system:authenticated"],
+                "resourceAttributes": {
+                    "namespace": test_namespace,
+                    "verb": "create",
+                    "resource": "pods",
+                    "subresource": "exec",
+                    "name": pod,
+                },
+            }
+        }
+        return bool(client.AuthorizationV1Api(kube_api).create_subject_access_review(review).status.allowed)
+
+    assert may_exec("held-worker-1") and not may_exec("held-launcher") and not may_exec("held-worker-2")
+    jobs.patch("MPIJob", "held", {"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 3}}}})
+    wait_for(lambda: may_exec("held-worker-2") or None, 20, "the Role to follow the workers")
+    jobs.delete("MPIJob", "held")
+    wait_for(lambda: _maybe(rbac.read_namespaced_role, "held-launcher", test_namespace) is None or None, 20, "GC")
+
+
+def _maybe(read: Any, name: str, namespace: str) -> Any:
+    try:
+        return read(name, namespace)
+    except Exception:
+        return None

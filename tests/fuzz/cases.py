@@ -9,7 +9,10 @@ Nothing here creates a pod that runs: pods and pod templates are bound to a node
 
 from __future__ import annotations
 
+import base64
 import copy
+import hashlib
+import hmac
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -80,6 +83,62 @@ TEMPLATES: dict[str, dict[str, Any]] = {
             },
         },
     },
+    "roles": {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": {"name": "r"},
+        "rules": [
+            {"apiGroups": [""], "resources": ["pods", "pods/log"], "verbs": ["get", "list"], "resourceNames": ["p"]}
+        ],
+    },
+    "rolebindings": {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": "rb"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+        "subjects": [{"kind": "ServiceAccount", "name": "default"}, {"kind": "Group", "name": "g"}],
+    },
+    "serviceaccounts": {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": "sa"},
+        "automountServiceAccountToken": False,
+    },
+    "tokenrequests": {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenRequest",
+        "metadata": {},
+        "spec": {"audiences": ["https://kubernetes.default.svc.cluster.local"], "expirationSeconds": 600},
+    },
+    "selfsubjectaccessreviews": {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SelfSubjectAccessReview",
+        "metadata": {},
+        "spec": {"resourceAttributes": {"namespace": "ns", "verb": "get", "resource": "pods", "name": "p"}},
+    },
+    "subjectaccessreviews": {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SubjectAccessReview",
+        "metadata": {},
+        "spec": {
+            "user": "u",
+            "groups": ["g"],
+            "extra": {"k": ["v"]},
+            "nonResourceAttributes": {"path": "/api", "verb": "get"},
+        },
+    },
+    "selfsubjectrulesreviews": {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SelfSubjectRulesReview",
+        "metadata": {},
+        "spec": {"namespace": "ns"},
+    },
+    "tokenreviews": {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenReview",
+        "metadata": {},
+        "spec": {"token": "a.b.c"},
+    },
 }
 BASES = {
     "configmaps": "/api/v1/namespaces/{ns}/configmaps",
@@ -91,6 +150,14 @@ BASES = {
     "jobs": "/apis/batch/v1/namespaces/{ns}/jobs",
     "pytorchjobs": "/apis/kubeflow.org/v1/namespaces/{ns}/pytorchjobs",
     "inferenceservices": "/apis/serving.kserve.io/v1beta1/namespaces/{ns}/inferenceservices",
+    "roles": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
+    "rolebindings": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
+    "serviceaccounts": "/api/v1/namespaces/{ns}/serviceaccounts",
+    "tokenrequests": "/api/v1/namespaces/{ns}/serviceaccounts/default/token",
+    "selfsubjectaccessreviews": "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+    "subjectaccessreviews": "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+    "selfsubjectrulesreviews": "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews",
+    "tokenreviews": "/apis/authentication.k8s.io/v1/tokenreviews",
 }
 READ_ONLY_PATHS = [
     "/api",
@@ -345,3 +412,101 @@ def send(http: httpx.Client, case: Case) -> int:
         response.close()
         return response.status_code
     return http.send(request).status_code
+
+
+# -- credentials: who a request is (authentication) and whom it acts as (impersonation) --------------
+
+CREDENTIAL_PATHS = [
+    "/api",
+    "/metrics",
+    "/api/v1/namespaces/{ns}/pods",
+    "/api/v1/namespaces/{ns}/secrets/s",
+    "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+]
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """One request's credentials: the ``Authorization`` value, the headers beside it, and what the
+    token is: ``garbage`` or ``forged`` (not signed by the server: never answered), ``signed`` (the
+    server's signature over altered claims of the namespace's ``default`` account, which may read
+    no Secret), or ``impersonating`` (the admin's token, with ``Impersonate-*`` headers)."""
+
+    authorization: str
+    headers: tuple[tuple[str, str], ...]
+    path: str
+    kind: str
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def _claims(draw: st.DrawFn, namespace: str, account_uid: str) -> dict[str, Any]:
+    """The claims TokenRequest writes, with fields replaced, dropped or given other types."""
+    claims: dict[str, Any] = {
+        "iss": "https://kubernetes.default.svc.cluster.local",
+        "sub": f"system:serviceaccount:{namespace}:default",
+        "aud": ["https://kubernetes.default.svc.cluster.local"],
+        "exp": 4_000_000_000,
+        "kubernetes.io": {"namespace": namespace, "serviceaccount": {"name": "default", "uid": account_uid}},
+    }
+    special = st.sampled_from(
+        [float("inf"), float("-inf"), float("nan"), 10**400, -1, "1", None, [], {}, "../..", "system:masters"]
+    )
+    for path in draw(st.lists(st.sampled_from(_paths(claims)[1:]), min_size=1, max_size=3)):
+        parent = claims
+        for key in path[:-1]:
+            parent = parent.get(key) if isinstance(parent, dict) else None  # type: ignore[assignment]
+        if not isinstance(parent, dict) or path[-1] not in parent:
+            continue
+        change = draw(st.sampled_from(["delete", "special", "special", "json"]))
+        if change == "delete":
+            del parent[path[-1]]
+        else:
+            parent[path[-1]] = draw(special if change == "special" else json_values())
+    return claims
+
+
+@st.composite
+def credentials(draw: st.DrawFn, namespace: str, admin_token: str, signing_key: bytes, account_uid: str) -> Credentials:
+    path = draw(st.sampled_from(CREDENTIAL_PATHS)).format(ns=namespace)
+    headers: list[tuple[str, str]] = []
+    kind = draw(st.sampled_from(["forged", "signed", "garbage", "impersonating"]))
+    if kind == "garbage":
+        token = draw(st.one_of(st.text(max_size=200), st.sampled_from(["", ".", "..", "a.b.c", "x" * 6000])))
+        token = "".join(c for c in token if c.isprintable() and c.isascii())
+        scheme = draw(st.sampled_from(["Bearer", "bearer", "Basic", "", "Bearer  "]))
+        return Credentials(f"{scheme} {token}".strip(), (), path, kind)  # (a header value has no edge blanks)
+    if kind == "impersonating":
+        token = admin_token
+        who = st.one_of(
+            st.text(max_size=40), st.sampled_from([*SPECIAL_TEXT, "system:serviceaccount:a", "system:anonymous"])
+        )
+        clean = lambda s: "".join(c for c in s if c.isprintable() and c.isascii()).strip()  # noqa: E731
+        for header in draw(st.lists(st.sampled_from(
+            ["Impersonate-User", "Impersonate-Group", "Impersonate-Uid", "Impersonate-Extra-scopes",
+             "Impersonate-Extra-%ZZ", "Impersonate-Extra-a%2Fb"]), max_size=4)):  # fmt: skip
+            headers.append((header, clean(draw(who))))
+    else:
+        claims = _claims(draw, namespace, account_uid)
+        head = _b64(json.dumps({"alg": draw(st.sampled_from(["HS256", "none", "RS256"])), "typ": "JWT"}).encode())
+        body = _b64(json.dumps(claims, allow_nan=True).encode())
+        if kind == "signed":
+            signature = _b64(hmac.new(signing_key, f"{head}.{body}".encode(), hashlib.sha256).digest())
+        else:
+            signature = draw(st.sampled_from(["", "AAAA", _b64(draw(st.binary(min_size=32, max_size=32)))]))
+        token = f"{head}.{body}.{signature}"
+    return Credentials(f"Bearer {token}", tuple(headers), path, kind)
+
+
+def send_credentials(base_url: str, verify: str, creds: Credentials) -> int:
+    """One request with these credentials only (a fresh connection: nothing carried over)."""
+    method, body = ("POST", b'{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}') if (
+        creds.path.endswith("selfsubjectreviews")
+    ) else ("GET", None)  # fmt: skip
+    headers = [("Content-Type", "application/json"), *creds.headers]
+    if creds.authorization:
+        headers.append(("Authorization", creds.authorization))
+    with httpx.Client(base_url=base_url, verify=verify, timeout=20) as http:
+        return http.request(method, creds.path, headers=headers, content=body).status_code

@@ -18,11 +18,23 @@ from typing import Any
 import httpx
 from hypothesis import HealthCheck, Phase, given, settings
 
-from airflow_provider_training.embedded import ControlPlane
-from tests.fuzz.cases import Case, cases, send
+from airflow_provider_training.embedded import ControlPlane, serviceaccount
+from tests.fuzz.cases import Case, Credentials, cases, credentials, send, send_credentials
 
 KUBECTL = shutil.which("kubectl", path=str(Path(sys.executable).parent)) or shutil.which("kubectl")
 EXAMPLES = int(os.environ.get("AIRFLOW_TRAINING_FUZZ_EXAMPLES", "150"))
+
+
+def generated(examples: int, derandomize: bool = True) -> settings:
+    """Hypothesis as the fuzz tier runs it: generation only, no deadline, no example database."""
+    return settings(
+        max_examples=examples,
+        deadline=None,
+        database=None,
+        derandomize=derandomize,
+        suppress_health_check=list(HealthCheck),
+        phases=[Phase.generate],
+    )
 
 
 def run_fuzz(
@@ -32,14 +44,7 @@ def run_fuzz(
     problems: list[str] = []
     codes: Counter[int] = Counter()
 
-    @settings(
-        max_examples=examples,
-        deadline=None,
-        database=None,
-        derandomize=seed is None,
-        suppress_health_check=list(HealthCheck),
-        phases=[Phase.generate],
-    )
+    @generated(examples, derandomize=seed is None)
     @given(case=cases(namespace))
     def one(case: Case) -> None:
         try:
@@ -58,8 +63,11 @@ def run_fuzz(
 def lists_decode(plane: ControlPlane, kube_api: Any, namespace: str) -> None:
     from kubernetes import client
 
-    core, batch = client.CoreV1Api(kube_api), client.BatchV1Api(kube_api)
+    core, batch, rbac = client.CoreV1Api(kube_api), client.BatchV1Api(kube_api), client.RbacAuthorizationV1Api(kube_api)
     for lister in (
+        core.list_namespaced_service_account,
+        rbac.list_namespaced_role,
+        rbac.list_namespaced_role_binding,
         core.list_namespaced_config_map,
         core.list_namespaced_secret,
         core.list_namespaced_pod,
@@ -72,7 +80,10 @@ def lists_decode(plane: ControlPlane, kube_api: Any, namespace: str) -> None:
     core.list_pod_for_all_namespaces()
     client.CustomObjectsApi(kube_api).list_namespaced_custom_object("kubeflow.org", "v1", namespace, "pytorchjobs")
     env = {**os.environ, "KUBECONFIG": str(plane.kubeconfig), "KUBECACHEDIR": str(plane.home / "kube-cache")}
-    kinds = "configmaps,secrets,pods,services,persistentvolumeclaims,events,jobs,pytorchjobs,inferenceservices"
+    kinds = (
+        "configmaps,secrets,pods,services,persistentvolumeclaims,events,jobs,pytorchjobs,inferenceservices,"
+        "serviceaccounts,roles,rolebindings"
+    )
     for args in (["get", kinds, "-n", namespace, "-o", "json"], ["get", kinds, "-n", namespace]):
         done = subprocess.run([str(KUBECTL), *args], env=env, capture_output=True, text=True, timeout=60, check=False)
         assert done.returncode == 0, done.stderr
@@ -93,3 +104,38 @@ def test_generated_requests_get_no_5xx_and_everything_still_decodes(
         assert not problems, "\n".join(problems[:10])
         assert http.get("/healthz").text == "ok"
     lists_decode(control_plane, kube_api, test_namespace)
+
+
+def test_generated_credentials_are_refused_never_a_5xx_and_only_the_servers_signature_counts(
+    control_plane: ControlPlane, kube_api: Any, test_namespace: str
+) -> None:
+    """Tokens that are garbage, forged (any signature but the server's), signed by the server over
+    altered claims (types, infinities, other namespaces, no expiry), and the admin's token with
+    generated ``Impersonate-*`` headers: no answer is a 5xx; an unsigned token is never answered;
+    a signed one never reads a Secret (its account, ``default``, may not)."""
+    from kubernetes import client
+
+    account = client.CoreV1Api(kube_api).read_namespaced_service_account("default", test_namespace)
+    key = serviceaccount.signing_key(control_plane.home)
+    problems: list[str] = []
+    codes: Counter[int] = Counter()
+
+    @generated(EXAMPLES)
+    @given(creds=credentials(test_namespace, control_plane.token, key, account.metadata.uid))
+    def one(creds: Credentials) -> None:
+        try:
+            code = send_credentials(control_plane.api_url, str(control_plane.ca), creds)
+        except httpx.HTTPError as exc:
+            problems.append(f"{creds}: {type(exc).__name__}: {exc}")
+            return
+        codes[code] += 1
+        if code >= 500:
+            problems.append(f"{creds}: {code}")
+        elif creds.kind in ("garbage", "forged") and code < 400:
+            problems.append(f"{creds}: answered {code} to a token the server did not sign")
+        elif creds.kind == "signed" and "/secrets/" in creds.path and code < 400:
+            problems.append(f"{creds}: read a Secret with the default account's token")
+
+    one()
+    assert codes[401] > 0 and codes[403] > 0 and codes[200] + codes[201] > 0, codes  # every outcome reached
+    assert not problems, "\n".join(problems[:10])

@@ -21,6 +21,7 @@ from airflow_provider_training.kitops.credentials import Credential
 from airflow_provider_training.kitops.reference import parse
 from airflow_provider_training.kitops.store import LocalStore
 from airflow_provider_training.kitops.unpack import unpack
+from tests.fixtures.control_plane import kit_image_dir
 from tests.kitops.conftest import make_tree
 from tests.kitops.test_operators import _asset_events, _xcoms
 
@@ -148,7 +149,7 @@ def test_pack_and_push_runs_as_a_job_on_the_cluster(
 
     # The password is nowhere but in the Secret: not in the Jobs, the pod log, the task log, XCom or
     # any kit command line (the image's kit records its argv).
-    argv = (cluster.home / "kit-image" / "argv.log").read_text()
+    argv = (kit_image_dir(cluster.home) / "argv.log").read_text()
     assert f"kit login {registry_basic.host} -u {registry_basic.username} --password-stdin --plain-http" in argv
     everything = [json.dumps(job), json.dumps(by_task["wrong_password"]), pod_log, task_log, repr(x), argv]
     assert not [text for text in everything if registry_basic.password in text or WRONG_PASSWORD in text]

@@ -283,4 +283,5 @@ def test_cli_pack_use_model_pack_push_and_list_json(registry, store, model_dir, 
     capsys.readouterr()
     assert cli(["kit", "list", "--format", "json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert [(r["repo"], r["tags"], r["modelName"]) for r in rows] == [("localhost/cli-mp", ["v1"], "mnist")]
+    # as kit prints it: the default registry localhost/ dropped, modelName = package.name
+    assert [(r["repo"], r["tags"], r["modelName"]) for r in rows] == [("cli-mp", ["v1"], "mnist")]

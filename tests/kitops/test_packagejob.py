@@ -91,3 +91,11 @@ def test_parse_log_reads_digest_and_manifest_around_kit_noise() -> None:
     other = json.dumps({"digest": "sha256:" + "cd" * 32, "manifest": MANIFEST})
     with pytest.raises(PackageLogError, match="inspect reports"):
         parse_log(f"Pushed {DIGEST}\n{INSPECT_BEGIN}\n{other}\n{INSPECT_END}\n")
+
+
+def test_the_packaging_pod_gets_no_service_account_token() -> None:
+    """It talks to the registry only: no token beside the registry credentials (least privilege)."""
+    job = PackageJob(
+        name="p", namespace="ml", claim="c", path="out", reference="r.example/ns/repo:v1", registry="r.example"
+    )
+    assert manifest(job)["spec"]["template"]["spec"]["automountServiceAccountToken"] is False

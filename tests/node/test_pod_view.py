@@ -48,10 +48,10 @@ def _pod_dir(plane: ControlPlane, pod: Any) -> Path:
 
 
 def test_containers_start_in_the_view_their_supervisor_entered(
-    kube_api: Any, test_namespace: str, control_plane: ControlPlane
+    kube_api: Any, test_namespace: str, control_plane: ControlPlane, tmp_path: Path
 ) -> None:
     jobs = Jobs(kube_api, test_namespace)
-    gate = control_plane.home / f"gate-{test_namespace}"
+    gate = tmp_path / "gate"  # (not in the data directory: no pod sees it)
     code = f"{PROBE}\nimport time\nwhile not os.path.exists({str(gate)!r}): time.sleep(0.02)"
     jobs.create(job("PyTorchJob", "viewed", {"Master": replica(code, restart="Never")}))
     wait_for(lambda: _output(jobs, "viewed-master-0"), 20, "the probe's output")
@@ -67,11 +67,11 @@ def test_containers_start_in_the_view_their_supervisor_entered(
     jobs.wait("PyTorchJob", "viewed", "Succeeded")
 
 
-def test_a_volume_over_the_supervisors_files_gets_a_view_per_container(
+def test_a_volume_over_the_supervisors_files_hides_them_from_the_pod_not_from_its_supervisor(
     kube_api: Any, test_namespace: str, control_plane: ControlPlane
 ) -> None:
-    """A view that hid the logs from the supervisor would lose them: such a pod's containers build
-    their own views, and the pod runs as before."""
+    """A view that hid the logs from the supervisor would lose them: the supervisor reaches them
+    through descriptors opened before it entered the view, and the pod runs as before."""
     logs = control_plane.home / "logs"
     code = (
         f"{PROBE}\nopen({str(logs / 'inside.txt')!r}, 'w').write('in the volume')\n"
@@ -150,7 +150,7 @@ def test_an_address_two_pods_share_stays_published_until_neither_runs(tmp_path: 
 
 
 def test_a_pod_starts_on_a_supervisor_forked_ahead_its_runtime_in_memory_its_empty_dir_on_disk(
-    kube_api: Any, test_namespace: str, control_plane: ControlPlane
+    kube_api: Any, test_namespace: str, control_plane: ControlPlane, tmp_path: Path
 ) -> None:
     """A spare supervisor (forked by the zygote before the pod existed, its view's shared part
     built) runs the pod; the pod's runtime directory and token are in memory, not in the data
@@ -158,7 +158,7 @@ def test_a_pod_starts_on_a_supervisor_forked_ahead_its_runtime_in_memory_its_emp
     jobs = Jobs(kube_api, test_namespace)
     time.sleep(1.0)  # spares are forked again 0.2 s after the last pod start
     before = _since_boot()
-    gate = control_plane.home / f"gate-{test_namespace}"
+    gate = tmp_path / "gate"  # (not in the data directory: no pod sees it)
     code = (
         f"{PROBE}\nopen('/scratch/out.txt', 'w').write('kept')\nimport time\n"
         f"while not os.path.exists({str(gate)!r}): time.sleep(0.02)"

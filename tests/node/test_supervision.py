@@ -39,7 +39,7 @@ def test_replicas_survive_kill_9_of_the_daemon_and_the_job_finishes(private_plan
     home = private_plane.home
     api = _api(private_plane)
     jobs = Jobs(api, "default")
-    gate = home / "gate"
+    gate = home.parent / "gate"  # (not in the data directory: no pod sees it)
     wait_gate = f"import os, time\nwhile not os.path.exists({str(gate)!r}): time.sleep(0.02)\nprint('finished')"
     jobs.create(
         job(
@@ -78,7 +78,9 @@ def test_replicas_survive_kill_9_of_the_daemon_and_the_job_finishes(private_plan
     api.close()
 
 
-def test_stop_keeps_replicas_running_unless_asked_to_stop_them_too(private_plane: ControlPlane) -> None:
+def test_stop_keeps_replicas_running_unless_asked_to_stop_them_too(
+    private_plane: ControlPlane, caplog: pytest.LogCaptureFixture
+) -> None:
     home = private_plane.home
     api = _api(private_plane)
     jobs = Jobs(api, "default")
@@ -89,6 +91,9 @@ def test_stop_keeps_replicas_running_unless_asked_to_stop_them_too(private_plane
     api.close()
     stop(home)  # a plain stop leaves replicas to a restarted daemon
     assert _alive(pid)
+    # ... and says so, never silently (a benchmark once left thousands behind)
+    assert f"1 pod(s) of {home} keep running under their supervisors" in caplog.text
+    assert "embedded stop --all" in caplog.text
     stop(home, replicas=True)  # `airflow-training embedded stop --all`
     wait_for(lambda: not _alive(pid), 10, "the replica to stop")
 

@@ -56,3 +56,29 @@ def _replica_specs(job: dict[str, Any]) -> dict[str, Any]:
     from airflow_provider_training.specs.kinds import KINDS
 
     return dict(job["spec"][KINDS[job["kind"]].replica_specs_field])
+
+
+def user_kill_message() -> str | None:
+    """What the installed triggerer cancels a trigger with when a user marks its task failed / success
+    or clears it, and then calls its ``on_kill`` (3.3+); None on 3.2, whose triggerer cancels a
+    trigger the same way for that as for a restart and never calls ``on_kill``."""
+    from airflow.jobs import triggerer_job_runner
+
+    return getattr(triggerer_job_runner, "_USER_ACTION_CANCEL_MSG", None)
+
+
+async def run_trigger(trigger: Any) -> dict[str, Any]:
+    """A trigger run as the installed triggerer's ``run_trigger`` runs it: its first event's payload;
+    ``on_kill`` when a user's kill cancels it (3.3+), ``cleanup`` whatever ends it."""
+    import asyncio
+
+    try:
+        async for event in trigger.run():
+            return dict(event.payload)
+        raise AssertionError(f"{trigger!r} ended without an event")
+    except asyncio.CancelledError as exc:
+        if exc.args and exc.args[0] is not None and exc.args[0] == user_kill_message():
+            await trigger.on_kill()
+        raise
+    finally:
+        await trigger.cleanup()

@@ -7,9 +7,10 @@ import asyncio
 import contextlib
 from typing import Any
 
+from airflow_provider_training import compat
 from airflow_provider_training.triggers import TrainingJobTrigger
 from tests.factories import simple_job as job
-from tests.operators.helpers import dag_file, job_literal, xcom
+from tests.operators.helpers import dag_file, job_literal, run_trigger, user_kill_message, xcom
 
 
 def test_deferrable_success_prints_logs_on_resume(run_dag: Any, test_namespace: str, capfd: Any) -> None:
@@ -51,9 +52,9 @@ PyTorchJobOperator(task_id="train", job={job_literal(script=script)}, namespace=
 def test_trigger_on_kill_deletes_the_job_only_on_a_user_kill(
     embedded_default: Any, job_driver: Any, test_namespace: str
 ) -> None:
-    """Run the trigger as the triggerer does, then cancel it the two ways Airflow 3.3 does."""
-    from airflow.jobs.triggerer_job_runner import _USER_ACTION_CANCEL_MSG
-
+    """Run the trigger as the installed triggerer does, then cancel it the two ways Airflow 3.3+ does:
+    a restart keeps the job, a user's kill deletes it. Airflow 3.2 cancels both ways alike and keeps it
+    (what the task log says then: test_airflow_versions)."""
     from airflow_provider_training.hooks.training import TrainingHook
 
     client = TrainingHook().get_client()
@@ -70,19 +71,7 @@ def test_trigger_on_kill_deletes_the_job_only_on_a_user_kill(
             **TrainingHook().trigger_connection(),
             on_kill_action="delete",
         )
-
-        async def run() -> None:  # the triggerer's run_trigger: on_kill only for user actions
-            try:
-                async for _ in trigger.run():
-                    pass
-            except asyncio.CancelledError as exc:
-                if exc.args and exc.args[0] == _USER_ACTION_CANCEL_MSG:
-                    await trigger.on_kill()
-                raise
-            finally:
-                await trigger.cleanup()
-
-        task = asyncio.ensure_future(run())
+        task = asyncio.ensure_future(run_trigger(trigger))
         await asyncio.sleep(0.5)
         task.cancel(message) if message else task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -90,8 +79,9 @@ def test_trigger_on_kill_deletes_the_job_only_on_a_user_kill(
 
     asyncio.run(cancel(None))  # triggerer restart / redistribution: the job keeps running
     assert client.find("PyTorchJob", "deferred", test_namespace) is not None
-    asyncio.run(cancel(_USER_ACTION_CANCEL_MSG))  # mark failed / success / clear
-    assert client.find("PyTorchJob", "deferred", test_namespace) is None
+    asyncio.run(cancel(user_kill_message()))  # mark failed / success / clear
+    killed = client.find("PyTorchJob", "deferred", test_namespace) is None
+    assert killed == compat.TRIGGER_ON_KILL
 
 
 def _sensor_dag(dag_id: str, namespace: str, name: str, **kwargs: Any) -> str:

@@ -174,3 +174,39 @@ def test_defaulting_a_document_in_place_gives_what_defaulting_a_copy_gives(kind:
         doc["spec"]["cleanPodPolicy"] = "Running"  # read before runPolicy is defaulted
     expected = with_defaults(job_from_dict(doc)).to_dict()
     assert defaulted_from_dict(copy.deepcopy(doc)).to_dict() == expected
+
+
+# YAML that a document without aliases can hold besides strings, string keys and lists: what the
+# loader builds itself must equal what PyYAML's constructor builds, errors included.
+SHAPES = [
+    "a: 1\nb: 0x1f\nc: 1_000\nd: -.inf\ne: .nan\nf: 1e3\ng: ~\nh: yes\ni: 2024-01-01\nj: '1'\nk: !!str 5\n",
+    "base: {x: 1, y: 2}\nmerged: {<<: {x: 1, y: 2}, z: 3}\nlist: [1, [2, [3]], {}]\n",
+    "? [a, b]\n: c\n",  # a list as a key: unhashable, refused
+    "1: int key\ntrue: bool key\n~: null key\n",
+    "a: !!binary aGVsbG8=\nb: !!set {x, y}\nc: !!omap [a: 1, b: 2]\nd: !!float 3\n",
+    "a: !!int nope\n",
+    "a: !!map [1, 2]\n",
+    "dup: 1\ndup: 2\nother: 3\n",
+    "a: !!str {b: 1}\n",
+    "- top\n- level\n",
+    "plain: text\n",
+]
+
+
+@pytest.mark.parametrize("text", SHAPES)
+def test_documents_without_aliases_load_as_pyyaml_loads_them(text: str) -> None:
+    from airflow_provider_training.specs import loader
+
+    try:
+        expected = [doc for doc in yaml.load_all(text, Loader=loader._Loader) if doc is not None]
+    except (yaml.YAMLError, TypeError, ValueError) as exc:
+        with pytest.raises(JobSpecError) as raised:
+            loader.read_documents(text)
+        assert f"malformed YAML: {exc}" in str(raised.value)
+        return
+    if not all(isinstance(doc, dict) for doc in expected):
+        with pytest.raises(JobSpecError, match="expected a mapping"):
+            loader.read_documents(text)
+        return
+    loaded = [doc.data for doc in loader.read_documents(text)]
+    assert repr(loaded) == repr(expected)  # repr: nan != nan, and 1 == 1.0 == True

@@ -9,6 +9,7 @@ import yaml
 
 from airflow_provider_training.specs import dump_yaml, load_jobs
 from airflow_provider_training.validation import ValidationReport, validate
+from tests.factories import minimal
 from tests.paths import SEED
 
 SEED_FILES = sorted(SEED.glob("*.yaml"))
@@ -100,6 +101,24 @@ def test_package_job_mistakes() -> None:
     assert {"secret-on-command-line", "kit-image", "kubectl-in-pod"} <= rules
     [image] = [w for w in report.warnings if w.rule == "kit-image"]
     assert "ghcr.io/kitops-ml/kitops:latest" in image.message
+
+
+@pytest.mark.parametrize(
+    ("command", "flagged"),
+    [
+        (["sh", "-c", "kit login reg.io -u me -p $PASS && kit push reg.io/m:v1"], True),
+        (["sh", "-c", "k'i't lo\\gin reg.io --password=$PASS"], True),  # quotes and escapes hide nothing
+        (["kit", "login", "reg.io", "--password", "x"], True),
+        (["sh", "-c", "echo $PASS | kit login reg.io -u me --password-stdin"], False),
+        (["python", "train.py", "--kit", "--login", "-p", "3"], False),  # not kit's own login
+        (["python", "-c", "pass"], False),
+    ],
+)
+def test_a_kit_password_on_the_command_line_is_flagged(command: list[str], flagged: bool) -> None:
+    doc = minimal("PyTorchJob")
+    doc["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["command"] = command
+    [report] = validate(doc)
+    assert any(w.rule == "secret-on-command-line" for w in report.warnings) is flagged, _warnings(report)
 
 
 def test_tfjob_multiworker_is_clean() -> None:

@@ -35,6 +35,12 @@ def decide(cockpit: Any, run_id: str, option: str, screenshot: str | None = None
     return text
 
 
+def states(after_approve: str) -> dict[str, str]:
+    """The run's task states: everything up to ``approve`` succeeded; ``deploy`` and ``smoke_test`` as the answer made them."""
+    return {"train": "success", "package": "success", "approve": "success", "deploy": after_approve,
+            "smoke_test": after_approve}  # fmt: skip
+
+
 def test_approve_deploys_and_reject_skips_the_deploy(cockpit: Any) -> None:
     cockpit.wait_for_dags(DAG_ID)
     cockpit.unpause(DAG_ID)
@@ -43,13 +49,7 @@ def test_approve_deploys_and_reject_skips_the_deploy(cockpit: Any) -> None:
     assert re.search(r"candidate\s+0\.\d+", text), text  # its accuracy, from the pushed metrics.json
     done = cockpit.wait_run(DAG_ID, approved, timeout=600)
     assert done["state"] == "success", cockpit.failure_details(DAG_ID, approved)
-    assert cockpit.task_states(DAG_ID, approved) == {
-        "train": "success",
-        "package": "success",
-        "approve": "success",
-        "deploy": "success",
-        "smoke_test": "success",
-    }
+    assert cockpit.task_states(DAG_ID, approved) == states(after_approve="success")
     served = cockpit.xcom(DAG_ID, approved, "deploy")["storage_uri"]
 
     rejected = cockpit.trigger(DAG_ID, {"epochs": 1, "approve_deploy": True})
@@ -59,10 +59,4 @@ def test_approve_deploys_and_reject_skips_the_deploy(cockpit: Any) -> None:
     assert served.removeprefix("kit://").partition("@")[2] in text
     done = cockpit.wait_run(DAG_ID, rejected, timeout=600)
     assert done["state"] == "success", cockpit.failure_details(DAG_ID, rejected)
-    assert cockpit.task_states(DAG_ID, rejected) == {
-        "train": "success",
-        "package": "success",
-        "approve": "success",
-        "deploy": "skipped",
-        "smoke_test": "skipped",
-    }
+    assert cockpit.task_states(DAG_ID, rejected) == states(after_approve="skipped")

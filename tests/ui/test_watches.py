@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-from airflow_provider_training.client import AsyncTrainingJobClient
 from airflow_provider_training.ui.watches import follow_log
 from tests.factories import simple_job as job
 
@@ -24,16 +23,14 @@ print("second container: done", flush=True)
 async def _follow(
     kubeconfig: str, namespace: str, body: dict, pod: str, *, after_finish: bool = False
 ) -> list[tuple[str, str]]:
-    from kubernetes_asyncio import client, config
+    from airflow_provider_training.hooks.training import AsyncTrainingHook
 
-    configuration = client.Configuration()
-    await config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
-    async with client.ApiClient(configuration) as api:
-        jobs = AsyncTrainingJobClient(api)
+    hook = AsyncTrainingHook(kubernetes_conn_id=None, connection_extras={"kube_config_path": kubeconfig})
+    async with hook.get_client() as jobs:
         await jobs.create(body, namespace)
         if after_finish:  # the page is opened once it is all over
             await jobs.wait(body["kind"], body["metadata"]["name"], namespace, timeout=90)
-        return [event async for event in follow_log(jobs, namespace, pod, "pytorch", tail=100, seconds=30)]
+        return [event async for event in follow_log(hook, jobs, namespace, pod, "pytorch", tail=100, seconds=30)]
 
 
 def test_follow_survives_a_container_restart_and_ends_with_the_replica(control_plane, test_namespace, tmp_path):

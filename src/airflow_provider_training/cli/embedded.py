@@ -7,12 +7,16 @@ from typing import Any
 
 from airflow_provider_training.embedded import daemon
 from airflow_provider_training.embedded.paths import HOME_ENV
+from airflow_provider_training.embedded.rbac.index import MODES
 from airflow_provider_training.embedded.store import StoreVersionError
+
+AUTHORIZATION_ENV = "AIRFLOW_TRAINING_AUTHORIZATION"
 
 
 def _start(args: argparse.Namespace) -> int:
+    env = {AUTHORIZATION_ENV: args.authorization} if args.authorization else None
     try:
-        plane = daemon.start(args.home, timeout=args.timeout)
+        plane = daemon.start(args.home, timeout=args.timeout, env=env)
     except (daemon.DaemonError, StoreVersionError) as exc:
         print(f"error: {exc}")
         return 1
@@ -62,6 +66,17 @@ def register(subparsers: Any) -> None:
         )
         if timeout:
             sub.add_argument("--timeout", type=float, default=timeout, help="seconds to wait (default %(default)s)")
+        if name == "start":
+            sub.add_argument(
+                "--authorization",
+                choices=MODES,
+                default=None,
+                help=(
+                    f"rbac: a pod may do what its service account is bound to, as on a cluster (default, or "
+                    f"${AUTHORIZATION_ENV}); permissive: every valid token may do everything. Read when the "
+                    "daemon starts: stop it first to change"
+                ),
+            )
         if name == "stop":
             sub.add_argument(
                 "--all",

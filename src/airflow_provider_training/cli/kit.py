@@ -15,16 +15,19 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from airflow_provider_training.kitops import api, keys, packpush, signing, transfer
+from airflow_provider_training.kitops import api, indextransfer, keys, listing, packpush, signing, transfer
 from airflow_provider_training.kitops import diff as diffmod
+from airflow_provider_training.kitops import index as ix
 from airflow_provider_training.kitops import pack as packmod
+from airflow_provider_training.kitops.indexstore import IndexStore
+from airflow_provider_training.kitops.jsontext import go_indent
 from airflow_provider_training.kitops.mediatypes import LAYER_FORMATS
-from airflow_provider_training.kitops.modelpack import read_kitfile
 from airflow_provider_training.kitops.reference import DEFAULT_TAG, ReferenceError, parse
 from airflow_provider_training.kitops.registry import RegistryError
-from airflow_provider_training.kitops.store import LocalStore, StoreError
+from airflow_provider_training.kitops.store import LocalStore, NotInStoreError, StoreError
 from airflow_provider_training.kitops.tarlayer import COMPRESSIONS
 from airflow_provider_training.kitops.unpack import FILTERS, UnpackError, UnsafePathError, unpack
+from airflow_provider_training.specs.gojson import go_marshal
 from airflow_provider_training.specs.kitfile import KitfileError
 
 
@@ -88,6 +91,14 @@ def register(subparsers: Any) -> None:
 
     p = sub.add_parser("pull", help="pull a ModelKit into the local store")
     p.add_argument("reference")
+    p.add_argument(
+        "-l",
+        "--label",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="select a ModelKit from an index by label (repeatable)",
+    )
     _net(p)
     p.set_defaults(func=cmd_pull)
 
@@ -97,6 +108,14 @@ def register(subparsers: Any) -> None:
     p.add_argument("--filter", action="append", default=[], choices=FILTERS)
     p.add_argument("-o", "--overwrite", action="store_true")
     p.add_argument("-i", "--ignore-existing", action="store_true")
+    p.add_argument(
+        "-l",
+        "--label",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="select a ModelKit from an index by label (repeatable)",
+    )
     _net(p)
     p.set_defaults(func=cmd_unpack)
 
@@ -117,7 +136,7 @@ def register(subparsers: Any) -> None:
     _net(p)
     p.set_defaults(func=cmd_login)
 
-    p = sub.add_parser("list", help="list ModelKits in the local store")
+    p = sub.add_parser("list", help="list ModelKits in the local store (JSON as kit 1.17: sizes in bytes)")
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.set_defaults(func=cmd_list)
 
@@ -150,7 +169,22 @@ def register(subparsers: Any) -> None:
     _net(p)
     p.set_defaults(func=cmd_verify)
 
-    for name in ("pack", "push", "pull", "unpack", "inspect", "login", "list", "diff", "keygen", "sign", "verify"):
+    _register_index(sub)
+
+    for name in (
+        "pack",
+        "push",
+        "pull",
+        "unpack",
+        "inspect",
+        "login",
+        "list",
+        "diff",
+        "keygen",
+        "sign",
+        "verify",
+        "index",
+    ):
         sub.choices[name].set_defaults(_wrapped=True)
 
 
@@ -223,21 +257,67 @@ def cmd_push(args: argparse.Namespace) -> int:
 @_guard
 def cmd_pull(args: argparse.Namespace) -> int:
     ref = parse(args.reference, default_tag=DEFAULT_TAG)
+    selector = ix.parse_selector(args.label)
     with _client(args, ref.registry) as client, progress_bar(f"pulling {ref}", None) as progress:
+        if selector:
+            selected = indextransfer.select_remote(client, ref, selector, "pull")
+            res = _pull_selected(LocalStore(), selected, ref, client, progress)
+            print(f"Pulled {res.digest} from index {ref} ({', '.join(selected.entry.label_pairs())})")
+            return 0
         res = transfer.pull(LocalStore(), ref, client, progress)
     print(f"Pulled {res.digest}")
     return 0
+
+
+def _select_for_unpack(args: argparse.Namespace, ref: Any, store: LocalStore) -> Any:
+    """``unpack -l``: the ModelKit an index (local first, as kit) selects, pulled if needed."""
+    selector = ix.parse_selector(args.label)
+    selected = indextransfer.select_local(IndexStore(store), ref, selector, "unpack")
+    if selected is None and ref.registry == "localhost":
+        raise ix.ModelKitIndexError(
+            f"could not find ModelKit index {ref} in the local store ('kit index pull' it, or give its registry)"
+        )
+    if selected is None:
+        with _client(args, ref.registry) as client:
+            selected = indextransfer.select_remote(client, ref, selector, "unpack")
+    try:
+        store.resolve(selected.reference)
+    except StoreError:
+        if ref.registry == "localhost":
+            raise
+        with _client(args, ref.registry) as client:
+            _pull_selected(store, selected, ref, client, None)
+    return selected.reference
+
+
+def _pull_selected(store: LocalStore, selected: Any, index_ref: Any, client: Any, progress: Any) -> Any:
+    try:
+        return transfer.pull(store, selected.reference, client, progress)
+    except transfer.IsAnIndexError:
+        raise ix.ModelKitIndexError(
+            f"index {index_ref}: entry {selected.entry.digest} is itself a ModelKit index, though listed as a "
+            "ModelKit; a ModelKit index lists ModelKits only (nested indexes are not followed)"
+        ) from None
 
 
 @_guard
 def cmd_unpack(args: argparse.Namespace) -> int:
     ref = parse(args.reference, default_tag=DEFAULT_TAG)
     store = LocalStore()
-    try:
-        store.resolve(ref)
-    except StoreError:
-        with _client(args, ref.registry) as client:
-            transfer.pull(store, ref, client)
+    if args.label:
+        ref = _select_for_unpack(args, ref, store)
+    else:
+        try:
+            store.resolve(ref)
+        except StoreError:
+            if ref.registry == "localhost" and IndexStore(store).list():
+                _refuse_local_index(store, ref)
+            with _client(args, ref.registry) as client:
+                try:
+                    transfer.pull(store, ref, client)
+                except transfer.IsAnIndexError:
+                    indextransfer.select_remote(client, ref, {}, "unpack")  # kit's "select ... with --label"
+                    raise
     res = unpack(store, ref, args.dir, args.filter, args.overwrite, args.ignore_existing)
     print(f"Unpacked {res.files} files from {res.layers} layers to {res.directory}")
     return 0
@@ -260,7 +340,12 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         with _client(args, ref.registry) as client:
             data = transfer.inspect_remote(client, ref)
     else:
-        data = transfer.inspect_local(LocalStore(), ref)
+        store = LocalStore()
+        try:
+            data = transfer.inspect_local(store, ref)
+        except NotInStoreError:
+            _refuse_local_index(store, ref, "inspect")  # an index under that name: say so
+            raise
     print(json.dumps(data, indent=2))
     return 0
 
@@ -280,41 +365,10 @@ def cmd_login(args: argparse.Namespace) -> int:
     return 0
 
 
-def _human(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.1f} {unit}" if unit != "B" else f"{int(size)} B"
-        size /= 1024
-    return f"{n} B"
-
-
 @_guard
 def cmd_list(args: argparse.Namespace) -> int:
-    store = LocalStore()
-    rows = []
-    for kit in store.list():
-        manifest = store.read_manifest(kit.descriptor)
-        config = read_kitfile(manifest, store.read_blob(manifest["config"]["digest"]), kit.repo_key).to_go_dict()
-        size = sum(layer["size"] for layer in manifest.get("layers") or []) + manifest["config"]["size"]
-        repo = kit.repo_key if kit.repo_key != packmod.UNTAGGED_REPO else "<none>"
-        rows.append(
-            {
-                "repo": repo,
-                "digest": kit.descriptor.digest,
-                "tags": list(kit.tags),
-                "modelName": (config.get("model") or {}).get("name", ""),
-                "size": _human(size),
-                "author": ", ".join((config.get("package") or {}).get("authors") or []),
-            }
-        )
-    if args.format == "json":  # as kit: one indented JSON array
-        print(json.dumps(rows, indent=2))
-        return 0
-    print(f"{'REPOSITORY':<40} {'TAG':<12} {'NAME':<20} {'SIZE':<10} DIGEST")
-    for row in rows:
-        for tag in row["tags"] or ["<none>"]:
-            print(f"{row['repo']:<40} {tag:<12} {row['modelName']:<20} {row['size']:<10} {row['digest']}")
+    listed = listing.rows(LocalStore())
+    print(listing.to_json(listed) if args.format == "json" else listing.to_table(listed))
     return 0
 
 
@@ -404,4 +458,227 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if res.provenance is not None:
         run = res.provenance["predicate"]["runDetails"]["metadata"].get("invocationId", "")
         print(f"  provenance (SLSA v1) signed by the same key: {run}")
+    return 0
+
+
+# -- kit index ---------------------------------------------------------------------------------
+
+
+def _refuse_local_index(store: LocalStore, ref: Any, what: str = "unpack") -> None:
+    """A reference that names only a local index: say so, as kit does, instead of 'not found'."""
+    with contextlib.suppress(NotInStoreError):
+        indextransfer.select_local(IndexStore(store), ref, {}, what)
+
+
+def _register_index(sub: Any) -> None:
+    index = sub.add_parser("index", help="ModelKit indexes (kit 1.17): variants of a model under one reference")
+    isub = index.add_subparsers(dest="index_command", metavar="COMMAND")
+    isub.required = True
+
+    p = isub.add_parser("create", help="create an empty index in the local store")
+    p.add_argument("index")
+    p.set_defaults(func=cmd_index_create)
+
+    p = isub.add_parser("add", help="add a ModelKit (of the same repository) to an index, or relabel it")
+    p.add_argument("index")
+    p.add_argument("modelkit")
+    p.add_argument("-l", "--label", action="append", default=[], help="key=value, key:=<json> or key- (repeatable)")
+    p.add_argument("--annotate", action="append", default=[], help="key=value or key- (repeatable)")
+    p.add_argument("-r", "--remote", action="store_true", help="read the ModelKit from its registry")
+    _net(p)
+    p.set_defaults(func=cmd_index_add)
+
+    p = isub.add_parser("remove", help="remove a ModelKit from an index")
+    p.add_argument("index")
+    p.add_argument("modelkit")
+    p.set_defaults(func=cmd_index_remove)
+
+    p = isub.add_parser("delete", help="delete an index from the local store (its ModelKits stay)")
+    p.add_argument("index")
+    p.set_defaults(func=cmd_index_delete)
+
+    p = isub.add_parser("list", help="list the indexes in the local store")
+    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.set_defaults(func=cmd_index_list)
+
+    p = isub.add_parser("inspect", help="print an index as JSON")
+    p.add_argument("index")
+    p.add_argument("-r", "--remote", action="store_true")
+    _net(p)
+    p.set_defaults(func=cmd_index_inspect)
+
+    p = isub.add_parser("push", help="push an index (its ModelKits must be in the registry already)")
+    p.add_argument("index")
+    p.add_argument("destination", nargs="?")
+    _net(p)
+    p.set_defaults(func=cmd_index_push)
+
+    p = isub.add_parser("pull", help="pull an index (not its ModelKits) into the local store")
+    p.add_argument("index")
+    _net(p)
+    p.set_defaults(func=cmd_index_pull)
+
+
+def _index_ref(text: str) -> Any:
+    ref = parse(text, default_tag=DEFAULT_TAG)
+    if ref.extra_tags:
+        raise ReferenceError(f"invalid index reference {text!r}: extra tags are not supported")
+    if ref.digest:
+        raise ReferenceError(f"index reference must be a tag, not a digest: {text}")
+    return ref
+
+
+@_guard
+def cmd_index_create(args: argparse.Namespace) -> int:
+    ref = _index_ref(args.index)
+    istore = IndexStore(LocalStore())
+    try:
+        istore.resolve(ref)
+    except NotInStoreError:
+        desc = istore.put(ref, ix.ModelKitIndex().to_bytes())
+        print(f"Created index {ref} (digest {desc.digest})")
+        return 0
+    print(f"Error: index {ref} already exists; add ModelKits to it or delete it first", file=sys.stderr)
+    return 1
+
+
+@_guard
+def cmd_index_add(args: argparse.Namespace) -> int:
+    ref = _index_ref(args.index)
+    model = parse(args.modelkit)
+    if not (model.tag or model.digest):
+        raise ReferenceError(f"missing tag or digest from ModelKit reference {args.modelkit!r}")
+    if model.repo_key != ref.repo_key:
+        raise ReferenceError(
+            f"ModelKit {model} is not in the same repository as index {ref}; an index may only reference "
+            "ModelKits in its own repository"
+        )
+    labels, drop_labels = ix.parse_label_edits(args.label)
+    annotations, drop_annotations = ix.parse_annotation_edits(args.annotate)
+    store = LocalStore()
+    istore = IndexStore(store)
+    if args.remote:
+        with _client(args, model.registry) as client:
+            data, digest, manifest = transfer.fetch_manifest(client, model)
+        size = len(data)
+    else:
+        try:
+            desc = store.resolve(model)
+        except NotInStoreError:
+            raise NotInStoreError(
+                f"could not find ModelKit {model} in local storage; use --remote to resolve it in its registry"
+            ) from None
+        digest, size, manifest = desc.digest, desc.size, store.read_manifest(desc)
+    try:
+        _, data = istore.resolve(ref)
+    except NotInStoreError:
+        raise NotInStoreError(
+            f"could not find index {ref} in local storage; use 'kit index create' to create it"
+        ) from None
+    index = ix.parse(data, f"index {ref}")
+    existing = index.get(digest)
+    entry = ix.new_entry(
+        digest, size, manifest, "" if model.digest else model.tag, {}, existing.annotations if existing else {}
+    )
+    entry.labels = _edited(existing.labels if existing else {}, labels, drop_labels)
+    entry.annotations = _edited(entry.annotations, annotations, drop_annotations)
+    index.add(entry)
+    desc = istore.put(ref, index.to_bytes())
+    print(f"Added {model} to index {ref} (digest {desc.digest})")
+    return 0
+
+
+def _edited(current: dict[str, str], to_set: dict[str, str], to_remove: list[str]) -> dict[str, str]:
+    merged = {**current, **to_set}
+    for key in to_remove:
+        merged.pop(key, None)
+    return merged
+
+
+@_guard
+def cmd_index_remove(args: argparse.Namespace) -> int:
+    ref = _index_ref(args.index)
+    model = parse(args.modelkit, default_tag=DEFAULT_TAG)
+    store = LocalStore()
+    istore = IndexStore(store)
+    _, data = istore.resolve(ref)
+    index = ix.parse(data, f"index {ref}")
+    digest = model.digest
+    if not digest:
+        tagged = [e for e in index.entries if e.annotations.get(ix.mediatypes.ANNOTATION_ORIGINAL_TAG) == model.tag]
+        if len(tagged) == 1:
+            digest = tagged[0].digest
+        else:
+            with contextlib.suppress(StoreError):
+                digest = store.resolve(model).digest
+    if not digest or not index.remove(digest):
+        print(f"Error: {model} is not in index {ref}", file=sys.stderr)
+        return 1
+    desc = istore.put(ref, index.to_bytes())
+    print(f"Removed {model} from index {ref} (digest {desc.digest})")
+    return 0
+
+
+@_guard
+def cmd_index_delete(args: argparse.Namespace) -> int:
+    ref = _index_ref(args.index)
+    desc = IndexStore(LocalStore()).delete(ref)
+    print(f"Deleted index {ref} ({desc.digest})")
+    return 0
+
+
+@_guard
+def cmd_index_list(args: argparse.Namespace) -> int:
+    store = LocalStore()
+    rows: list[dict[str, Any]] = []
+    for stored in IndexStore(store).list():
+        try:
+            count: int | None = len(ix.parse(store.read_blob(stored.descriptor.digest), stored.repo_key).entries)
+        except (ix.ModelKitIndexError, StoreError):
+            count = None
+        repo = listing.display_repository(stored.repo_key) or listing.NONE
+        rows.append({"repo": repo, "digest": stored.descriptor.digest, "tags": list(stored.tags), "modelKits": count})
+    rows.sort(key=lambda r: (r["repo"], r["digest"]))
+    if args.format == "json":  # kit's indexListing: tags [] (never null), modelKits null when unreadable
+        print(go_indent(go_marshal(rows)))
+        return 0
+    lines: list[tuple[str, ...]] = [("REPOSITORY", "TAG", "MODELKITS", "DIGEST")]
+    for row in rows:
+        count_text = listing.NONE if row["modelKits"] is None else str(row["modelKits"])
+        lines += [(str(row["repo"]), tag, count_text, str(row["digest"])) for tag in row["tags"] or [listing.NONE]]
+    widths = [max(len(line[i]) for line in lines) + 3 for i in range(3)]
+    for line in lines:
+        print("".join(c.ljust(w) for c, w in zip(line, widths, strict=False)) + line[-1])
+    return 0
+
+
+@_guard
+def cmd_index_inspect(args: argparse.Namespace) -> int:
+    ref = parse(args.index, default_tag=DEFAULT_TAG)
+    if args.remote:
+        with _client(args, ref.registry) as client:
+            data, _, _ = indextransfer.fetch_index(client, ref)
+    else:
+        _, data = IndexStore(LocalStore()).resolve(ref)
+    ix.parse(data, f"index {ref}")
+    print(go_indent(data.decode()))
+    return 0
+
+
+@_guard
+def cmd_index_push(args: argparse.Namespace) -> int:
+    src = _index_ref(args.index)
+    dest = _index_ref(args.destination) if args.destination else src
+    with _client(args, dest.registry) as client:
+        digest = indextransfer.push_index(IndexStore(LocalStore()), src, client, dest)
+    print(f"Pushed index {digest}")
+    return 0
+
+
+@_guard
+def cmd_index_pull(args: argparse.Namespace) -> int:
+    ref = _index_ref(args.index)
+    with _client(args, ref.registry) as client:
+        digest = indextransfer.pull_index(IndexStore(LocalStore()), ref, client)
+    print(f"Pulled index {digest}")
     return 0

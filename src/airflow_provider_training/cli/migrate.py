@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from typing import Any
 
@@ -26,18 +27,26 @@ def register(subparsers: Any) -> None:
         "--check",
         action="store_true",
         help="also run the v1 job and the TrainJob on a temporary embedded control plane (a probe replaces their "
-        "command) and compare what the replicas saw: nodes, ranks, processes per node, environment (PyTorchJob only)",
+        "command) and compare what the replicas saw: nodes, ranks, processes per node, environment (PyTorchJob, "
+        "JAXJob, XGBoostJob; MPIJob: the launcher's hosts and slots). TFJob, PaddleJob and MXJob have no Trainer "
+        "v2 plugin: reported as different, with the reason, without running",
     )
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    with contextlib.ExitStack() as stack:
+        return _run(args, stack)
+
+
+def _run(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
     from airflow_provider_training.frameworks.trainer.migrate import migrate
     from airflow_provider_training.specs.kinds import KINDS
     from airflow_provider_training.specs.loader import JobSpecError, check_schema, identify, read_documents
 
     failed = 0
     outputs: list[str] = []
+    checking = None  # the --check control plane, started for the first document that can run
     for name in args.files:
         try:
             documents = read_documents(source(name), name="<stdin>" if name == "-" else None)
@@ -60,9 +69,14 @@ def run(args: argparse.Namespace) -> int:
             migration = migrate(doc.data)
             rendered = _checked(migration.render(), migration.documents())
             if getattr(args, "check", False):
-                from airflow_provider_training.cli.migrate_check import check
+                from airflow_provider_training.cli.migrate_check import checker, not_runnable
 
-                same, lines = check(doc.data, migration.documents())
+                refusal = not_runnable(doc.data)
+                if refusal is None:
+                    checking = checking or stack.enter_context(checker())
+                    same, lines = checking.check(doc.data, migration.documents())
+                else:
+                    same, lines = False, refusal
                 failed += 0 if same else 1
                 rendered = "\n".join(lines) + "\n" + rendered
             outputs.append(f"# source: {doc.source}\n" + rendered)

@@ -5,13 +5,15 @@ with ``kubernetes_asyncio``."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
+import aiohttp
 from kubernetes_asyncio import client as ak
 
 from airflow_provider_training.client import operations as op
-from airflow_provider_training.client.errors import api_error
+from airflow_provider_training.client.errors import BadRequest, NotFound, api_error, translate
+from airflow_provider_training.client.following import Follower, follow
 from airflow_provider_training.client.state import finished
 from airflow_provider_training.client.steps import Call, Driver, Run, Sleep, Steps, T, decode
 from airflow_provider_training.client.waiting import Predicate, Waiter, wait
@@ -98,6 +100,12 @@ class AsyncTrainingJobClient(Driver):
         waiter = Waiter(kind, name, namespace, self, uid=uid, timeout=timeout, until=until, on_change=on_change)
         return await self._drive(wait(waiter, self._timeout))
 
+    async def follow(self, follower: Follower) -> None:
+        """Hand every change of ``follower``'s objects to its ``on_event`` (``following.py``) until
+        the task is cancelled (the open watch is closed then). Raises what retrying will not change.
+        Many followers of one kind and namespace in a process: share one (``informer.py``)."""
+        await self._drive(follow(follower, self._timeout))
+
     async def pods(
         self,
         kind: str,
@@ -112,6 +120,42 @@ class AsyncTrainingJobClient(Driver):
 
     async def list_pods(self, namespace: str, label_selector: str) -> Objects:
         return await self._drive(op.list_pods(namespace, label_selector, self._timeout))
+
+    async def find_pod(self, name: str, namespace: str) -> dict[str, Any] | None:
+        return await self._drive(op.find_pod(name, namespace, self._timeout))
+
+    async def log_lines(
+        self,
+        pod: str,
+        namespace: str,
+        *,
+        container: str | None = None,
+        tail_lines: int | None = None,
+        previous: bool = False,
+        follow: bool = False,
+    ) -> AsyncIterator[str]:
+        """The container's log line by line (``follow``: until the container ends or the server drops
+        the stream). Nothing for a container that has not started or a pod that is gone; the
+        response is closed when the caller stops iterating."""
+        kwargs = op.log_options(container, tail_lines, **({"previous": True} if previous else {"follow": follow}))
+        try:
+            with translate():
+                response: Any = await self.core.read_namespaced_pod_log(
+                    pod,
+                    namespace,
+                    _preload_content=False,
+                    _request_timeout=aiohttp.ClientTimeout(total=None, connect=10.0),
+                    **kwargs,
+                )
+        except (BadRequest, NotFound):  # not started yet, or gone
+            return
+        try:
+            if response.status != 200:
+                return
+            while raw := await response.content.readline():
+                yield raw.decode("utf-8", "replace").rstrip("\n")
+        finally:
+            response.close()
 
     async def read_log(
         self,

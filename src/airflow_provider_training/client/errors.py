@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -93,8 +95,53 @@ class Gone(ApiError):
         super().__init__(410, reason, body)
 
 
+#: Where the provider's least-privilege Roles are (in its repository), named by every 403 it reports.
+RBAC_MANIFESTS = "deploy/rbac/airflow-worker.yaml"
+# kube-apiserver's words for an RBAC refusal (``responsewriters.forbiddenMessage``)
+_RBAC_REFUSAL = re.compile(
+    r'User "(?P<user>[^"]*)" cannot (?P<verb>\S+) resource "(?P<resource>[^"]+)" in API group "(?P<group>[^"]*)" '
+    r'(?:in the namespace "(?P<namespace>[^"]*)"|at the cluster scope)'
+)
+
+
 class Forbidden(ApiError):
-    """401 / 403: the credentials may not do this."""
+    """401 / 403: the credentials may not do this. Its text is one sentence: for an RBAC refusal,
+    who may not do what where, and the manifest that grants what the provider needs."""
+
+    def __str__(self) -> str:
+        return self.sentence
+
+    @property
+    def message(self) -> str:
+        """The Status message of the answer ("" when the body is not a Status)."""
+        body = self.body.decode("utf-8", "replace") if isinstance(self.body, bytes) else self.body
+        try:
+            status = json.loads(body) if isinstance(body, str) else body
+        except ValueError:
+            return ""
+        return str(status.get("message", "")) if isinstance(status, dict) else ""
+
+    @property
+    def sentence(self) -> str:
+        message = self.message
+        if self.status == 401:
+            detail = f" ({message})" if message and message != "Unauthorized" else ""
+            return (
+                f"The Kubernetes API did not accept the credentials{detail} (401 Unauthorized): check the token or "
+                "kubeconfig of the kubernetes connection."
+            )
+        found = _RBAC_REFUSAL.search(message)
+        if found is None:
+            return f"The Kubernetes API refused the request (403 Forbidden): {message or self.reason}"
+        resource, group = found["resource"], found["group"]
+        if group:
+            base, _, sub = resource.partition("/")
+            resource = f"{base}.{group}/{sub}" if sub else f"{base}.{group}"
+        where = f'in namespace "{found["namespace"]}"' if found["namespace"] is not None else "cluster-wide"
+        return (
+            f"The Kubernetes API refused to let {found['user']} {found['verb']} {resource} {where} (403 Forbidden): "
+            f"grant it with this provider's Role in {RBAC_MANIFESTS} (docs/cluster.md, Permissions)."
+        )
 
 
 class Transient(ApiError):

@@ -9,7 +9,6 @@ then closes them.
 from __future__ import annotations
 
 import contextlib
-import socket
 import threading
 import time
 from collections.abc import Callable
@@ -17,12 +16,12 @@ from typing import Any
 
 from kubernetes.watch.watch import iter_resp_lines
 
-from airflow_provider_training.client.errors import ApiError, Gone, translate, typed
+from airflow_provider_training.client.errors import ApiError
+from airflow_provider_training.client.following import Follower
 from airflow_provider_training.client.resources import resource_for
 from airflow_provider_training.client.selection import pod_selector
 from airflow_provider_training.client.state import container_started, main_container, owned_by
-from airflow_provider_training.client.sync import TrainingJobClient
-from airflow_provider_training.client.watching import Cursor, parse_event
+from airflow_provider_training.client.sync import Stop, TrainingJobClient, abort
 
 Sink = Callable[[str], None]
 PodFilter = Callable[[dict[str, Any]], bool]
@@ -47,7 +46,7 @@ class LogFollower:
         self.sink, self.select, self.uid, self.container = sink, select, uid, container
         if kind == "TrainJob":  # its pods are owned by the JobSet's Jobs; the label names the TrainJob
             self.uid = None
-        self._stop = threading.Event()
+        self._stop = Stop()
         self._closed = False
         self._lock = threading.Lock()
         self._followed: dict[str, int] = {}  # pod -> restart count being / already followed
@@ -75,7 +74,7 @@ class LogFollower:
         with self._lock:
             streams = list(self._streams.values())
         for response in streams:
-            _abort(response)
+            abort(response)
 
     def _catch_up(self) -> None:
         try:
@@ -88,44 +87,20 @@ class LogFollower:
             self._consider(pod)
 
     def _watch_pods(self) -> None:
-        selector = pod_selector(self.kind, self.name)
-        cursor = Cursor("")
+        """The job's pods through the client's follow (``following.py``) until :meth:`stop`."""
+
+        def changed(type_: str, pod: dict[str, Any]) -> None:
+            if type_ != "DELETED":
+                self._consider(pod)
+
+        follower = Follower(
+            "Pod", self.namespace, self.client, on_event=changed, label_selector=pod_selector(self.kind, self.name)
+        )
         while not self._stop.is_set():
             try:
-                with translate():
-                    response = self.client.core.list_namespaced_pod(
-                        self.namespace,
-                        label_selector=selector,
-                        watch=True,
-                        allow_watch_bookmarks=True,
-                        resource_version=cursor.resource_version,
-                        timeout_seconds=int(self.client.watch_timeout),
-                        _preload_content=False,
-                        _request_timeout=(10.0, self.client.watch_timeout + 30.0),
-                    )
-                with self._lock:
-                    self._streams["<pods>"] = response
-                try:
-                    for line in iter_resp_lines(response):
-                        if self._stop.is_set():
-                            return
-                        event = parse_event(line, cursor)
-                        if event is not None and event[0] != "DELETED":
-                            self._consider(event[1])
-                finally:
-                    with self._lock:
-                        self._streams.pop("<pods>", None)
-                    response.release_conn()
-            except Gone:
-                cursor.resource_version = ""
-            except Exception as exc:  # closed by stop() (any error), or trouble with the server: retry
-                if self._stop.is_set():
-                    return
-                if typed(exc) is None:
-                    raise
-                if self._stop.wait(min(2.0, self.client.poll_interval)):
-                    return
-                cursor.resource_version = ""
+                self.client.follow(follower, self._stop)
+            except ApiError:  # the logs are a courtesy: try again (a first list that failed, a 403)
+                self._stop.wait(min(2.0, self.client.poll_interval))
 
     def _consider(self, pod: dict[str, Any]) -> None:
         if not owned_by(pod, self.uid) or not self.select(pod):
@@ -167,13 +142,3 @@ class LogFollower:
                 self._streams.pop(pod, None)
             with contextlib.suppress(Exception):
                 response.release_conn()
-
-
-def _abort(response: Any) -> None:
-    """Unblock a thread reading ``response``: shut its socket down (closing the response itself would
-    wait for the reader's buffer lock)."""
-    connection = getattr(response, "connection", None)
-    sock = getattr(connection, "sock", None)
-    if sock is not None:
-        with contextlib.suppress(OSError):
-            sock.shutdown(socket.SHUT_RDWR)

@@ -9,7 +9,7 @@ from airflow_provider_training.client.errors import Conflict, JobDeleted, JobNot
 from airflow_provider_training.client.resources import Resource, resource_for
 from airflow_provider_training.client.selection import pod_selector, sorted_events
 from airflow_provider_training.client.state import replica_of_job
-from airflow_provider_training.client.steps import Steps, core, custom
+from airflow_provider_training.client.steps import Call, Read, Steps, core, custom
 
 Timeout = tuple[float, float]
 Objects = list[dict[str, Any]]
@@ -111,19 +111,68 @@ def current(
 def watch(res: Resource, name: str, namespace: str, resource_version: str, seconds: float) -> Steps[Any]:
     """Open a watch of one object from ``resource_version`` that the server ends after ``seconds``;
     the answer is the stream's first line (then the caller reads on)."""
+    return (yield from watch_all(res, namespace, resource_version, seconds, field_selector=f"metadata.name={name}"))
+
+
+def _collection(res: Resource, namespace: str, read: Read, selectors: Mapping[str, str], **kwargs: Any) -> Call:
+    """A LIST (with ``watch=True``: a watch) of ``res`` in ``namespace``; core kinds (pods, events)
+    through ``CoreV1Api``, everything else as a custom object. Empty selectors are left out."""
+    kwargs.update({k: v for k, v in selectors.items() if v})
+    if res.group:
+        return custom("list_namespaced_custom_object", *_on(res, namespace), read=read, **kwargs)
+    return core(f"list_namespaced_{res.singular}", namespace, read=read, **kwargs)
+
+
+def list_all(
+    res: Resource, namespace: str, timeout: Timeout, *, label_selector: str = "", field_selector: str = ""
+) -> Steps[tuple[Objects, str]]:
+    """The selected objects of ``res`` in ``namespace`` (each with its ``kind``) and the list's
+    resourceVersion, to watch from."""
+    selectors = {"label_selector": label_selector, "field_selector": field_selector}
+    listed = yield _collection(res, namespace, "json", selectors, _request_timeout=timeout)
+    items = list(listed.get("items") or [])
+    for item in items:  # a LIST's items carry no kind; a watch's objects do
+        item.setdefault("kind", res.kind)
+        item.setdefault("apiVersion", res.api_version)
+    return items, str((listed.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def watch_all(
+    res: Resource,
+    namespace: str,
+    resource_version: str,
+    seconds: float,
+    *,
+    label_selector: str = "",
+    field_selector: str = "",
+) -> Steps[Any]:
+    """Open a watch of the selected objects of ``res`` from ``resource_version``, with bookmarks,
+    that the server ends after ``seconds``; the answer is the stream's first line."""
+    selectors = {"label_selector": label_selector, "field_selector": field_selector}
     return (
-        yield custom(
-            "list_namespaced_custom_object",
-            *_on(res, namespace),
-            field_selector=f"metadata.name={name}",
+        yield _collection(
+            res,
+            namespace,
+            "stream",
+            selectors,
             watch=True,
             allow_watch_bookmarks=True,
             resource_version=resource_version,
             timeout_seconds=max(1, int(seconds)),
             _request_timeout=(10.0, seconds + 30.0),
-            read="stream",
         )
     )
+
+
+def find_pod(name: str, namespace: str, timeout: Timeout) -> Steps[dict[str, Any] | None]:
+    """The pod ``namespace/name``, or None when there is none."""
+    try:
+        found: dict[str, Any] = yield core(
+            "read_namespaced_pod", name, namespace, _request_timeout=timeout, read="json"
+        )
+    except NotFound:
+        return None
+    return found
 
 
 def pods(
@@ -155,14 +204,20 @@ def list_pods(namespace: str, label_selector: str, timeout: Timeout) -> Steps[Ob
     return sorted(listed.get("items") or [], key=lambda p: str(p["metadata"]["name"]))
 
 
+def log_options(container: str | None, tail_lines: int | None, **flags: bool) -> dict[str, Any]:
+    """``read_namespaced_pod_log``'s keyword arguments; unset ones left out (the server's defaults)."""
+    options: dict[str, Any] = {**flags}
+    if container:
+        options["container"] = container
+    if tail_lines is not None:
+        options["tail_lines"] = tail_lines
+    return options
+
+
 def read_log(
     pod: str, namespace: str, container: str | None, tail_lines: int | None, previous: bool, timeout: Timeout
 ) -> Steps[str]:
-    kwargs: dict[str, Any] = {"previous": previous}
-    if container:
-        kwargs["container"] = container
-    if tail_lines is not None:
-        kwargs["tail_lines"] = tail_lines
+    kwargs = log_options(container, tail_lines, previous=previous)
     text: str = yield core("read_namespaced_pod_log", pod, namespace, _request_timeout=timeout, read="text", **kwargs)
     return text
 

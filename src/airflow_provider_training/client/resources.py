@@ -20,9 +20,23 @@ RESOURCES: dict[str, Resource] = {
 }
 
 
+# Kinds a follow (``following.py``) may also watch: the core objects around a job.
+CORE: dict[str, Resource] = {"Pod": BY_KIND["Pod"], "Event": BY_KIND["Event"]}
+
+
 def resource_for(kind: str) -> Resource:
     """The resource of ``kind``; the error lists the kinds this client handles."""
     try:
         return RESOURCES[kind]
     except KeyError:
         raise ValueError(f"unknown kind {kind!r}: the client handles {', '.join(RESOURCES)}") from None
+
+
+def followable(kind: str) -> Resource:
+    """The resource of ``kind`` for a follow: the client's kinds, pods and events."""
+    if kind in CORE:
+        return CORE[kind]
+    try:
+        return RESOURCES[kind]
+    except KeyError:
+        raise ValueError(f"unknown kind {kind!r}: a follow handles {', '.join([*RESOURCES, *CORE])}") from None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from airflow_provider_training.client.state import JOB_NAME_LABEL, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
@@ -21,6 +22,13 @@ def pod_selector(kind: str, name: str, replica_type: str | None = None, index: i
     if index is not None:
         parts.append(f"{REPLICA_INDEX_LABEL}={index}")
     return ",".join(parts)
+
+
+def selects(selector: str, labels: Mapping[str, str]) -> bool:
+    """Whether the equality selector ``selector`` (``a=b,c=d``, as :func:`pod_selector` writes them)
+    selects an object with ``labels`` — for objects of a shared watch of the whole namespace."""
+    terms = (term.partition("=") for term in selector.split(",") if term)
+    return all(labels.get(key) == value for key, _, value in terms)
 
 
 def sorted_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:

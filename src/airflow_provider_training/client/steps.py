@@ -118,8 +118,12 @@ class Driver:
         watch_timeout: float = 240.0,
         poll_interval: float = 10.0,
         request_timeout: float = 60.0,
+        backoff: float = 0.5,
     ) -> None:
+        """``backoff``: the first pause before a follow resumes after a dropped connection (doubling
+        up to ``poll_interval``); tests make it small."""
         self.api_client = api_client
+        self.backoff = backoff
         self.custom = self.custom_api(api_client)
         self.core = self.core_api(api_client)
         self.watch_timeout = watch_timeout

@@ -10,8 +10,10 @@ module only answers them with ``kubernetes``).
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Mapping
+import contextlib
+import socket
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from kubernetes import client as k8s
@@ -19,11 +21,58 @@ from kubernetes.watch.watch import iter_resp_lines
 
 from airflow_provider_training.client import operations as op
 from airflow_provider_training.client.errors import translate
+from airflow_provider_training.client.following import Follower, follow
 from airflow_provider_training.client.state import finished
 from airflow_provider_training.client.steps import Call, Driver, Run, Sleep, Steps, T, decode
 from airflow_provider_training.client.waiting import Predicate, Waiter, wait
 
 Objects = list[dict[str, Any]]  # (the clients have a method called ``list``)
+
+
+class Stop:
+    """Ends a sync follow (or any stream registered with it) from another thread: :meth:`set` wakes
+    its sleeps and shuts the sockets of its open streams down, so a blocked read returns at once."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._lock = threading.Lock()
+        self._open: set[Any] = set()
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    def wait(self, seconds: float) -> bool:
+        return self._event.wait(seconds)
+
+    def set(self) -> None:
+        self._event.set()
+        with self._lock:
+            streams = list(self._open)
+        for response in streams:
+            abort(response)
+
+    @contextlib.contextmanager
+    def holding(self, response: Any) -> Iterator[None]:
+        """While the caller reads ``response``, :meth:`set` aborts it."""
+        with self._lock:
+            self._open.add(response)
+        if self.is_set():
+            abort(response)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._open.discard(response)
+
+
+def abort(response: Any) -> None:
+    """Unblock a thread reading ``response`` (urllib3): shut its socket down (closing the response
+    itself would wait for the reader's buffer lock)."""
+    connection = getattr(response, "connection", None)
+    sock = getattr(connection, "sock", None)
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
 
 
 class TrainingJobClient(Driver):
@@ -38,15 +87,16 @@ class TrainingJobClient(Driver):
     core_api = k8s.CoreV1Api
 
     # -- the driver: answers an operation's requests with ``kubernetes`` ---------------------------
-    def _drive(self, steps: Steps[T]) -> T:
+    def _drive(self, steps: Steps[T], stop: Stop | None = None) -> T:
         run = Run(steps)
+        stop = stop or Stop()  # never set: sleeps run their time
         while (request := run.request) is not None:
             with run.answering():
                 if isinstance(request, Sleep):
-                    time.sleep(request.seconds)
+                    stop.wait(request.seconds)
                     run.send(None)
                 elif isinstance(request, Call) and request.read == "stream":
-                    self._stream(run, request)
+                    self._stream(run, request, stop)
                 else:
                     run.send(self._call(request))  # type: ignore[arg-type]
         return run.result()
@@ -55,13 +105,14 @@ class TrainingJobClient(Driver):
         response = getattr(self._api(call), call.method)(*call.args, **call.options())
         return response if call.read in ("object", "stream") else decode(call, response.data)
 
-    def _stream(self, run: Run[Any], call: Call) -> None:
+    def _stream(self, run: Run[Any], call: Call, stop: Stop) -> None:
         response = self._call(call)
         try:
-            for line in iter_resp_lines(response):
-                if not run.feed(line):
-                    return
-            run.feed(None)
+            with stop.holding(response):
+                for line in iter_resp_lines(response):
+                    if not run.feed(line):
+                        return
+                run.feed(None)
         finally:
             response.release_conn()
 
@@ -117,6 +168,14 @@ class TrainingJobClient(Driver):
         waiter = Waiter(kind, name, namespace, self, uid=uid, timeout=timeout, until=until, on_change=on_change)
         return self._drive(wait(waiter, self._timeout))
 
+    def follow(self, follower: Follower, stop: Stop | None = None) -> None:
+        """Hand every change of ``follower``'s objects to its ``on_event`` (``following.py``: list,
+        watch, resume, relist after 410), in this thread, until ``stop`` is set — from another
+        thread: its open watch is aborted. Raises what retrying will not change (403, …)."""
+        if stop is not None:
+            follower.stopped = stop.is_set
+        self._drive(follow(follower, self._timeout), stop)
+
     # -- pods, logs, events ------------------------------------------------------------------------
     def pods(
         self,
@@ -130,6 +189,9 @@ class TrainingJobClient(Driver):
     ) -> Objects:
         """The job's pods (for a training job: by replica type and index), sorted by name."""
         return self._drive(op.pods(kind, name, namespace, uid, replica_type, index, self._timeout))
+
+    def find_pod(self, name: str, namespace: str) -> dict[str, Any] | None:
+        return self._drive(op.find_pod(name, namespace, self._timeout))
 
     def list_pods(self, namespace: str, label_selector: str) -> Objects:
         """Pods by label selector, whoever owns them (an InferenceService's predictor pods)."""
@@ -148,10 +210,10 @@ class TrainingJobClient(Driver):
 
     def stream_log(self, pod: str, namespace: str, *, container: str | None = None) -> Any:
         """An open ``follow=true`` log response (urllib3); read it with ``iter_resp_lines``."""
-        kwargs: dict[str, Any] = {"container": container} if container else {}
+        kwargs = op.log_options(container, None, follow=True)
         with translate():
             return self.core.read_namespaced_pod_log(
-                pod, namespace, follow=True, _preload_content=False, _request_timeout=(10.0, None), **kwargs
+                pod, namespace, _preload_content=False, _request_timeout=(10.0, None), **kwargs
             )
 
     def events(self, kind: str, name: str, namespace: str, *, uid: str | None = None) -> Objects:

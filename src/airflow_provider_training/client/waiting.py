@@ -52,8 +52,12 @@ class Relist:
 
 @dataclass(frozen=True)
 class Watch:
+    """Watch from ``resource_version`` for ``seconds`` (after ``after`` seconds: a follow resuming
+    after a dropped connection)."""
+
     resource_version: str
     seconds: float
+    after: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -145,6 +149,10 @@ class Waiter:
     def _back_off(self) -> float:
         delay, self.backoff = self.backoff, min(self.backoff * 2, self.settings.poll_interval)
         return delay
+
+    def timed_out(self) -> WaitTimeout:
+        """The error for a wait whose deadline passed (with the last version of the object seen)."""
+        return self._timeout()
 
     def _timeout(self) -> WaitTimeout:
         return WaitTimeout(self.kind, self.namespace, self.name, float(self.timeout or 0), self.obj)

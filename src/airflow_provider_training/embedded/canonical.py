@@ -189,13 +189,13 @@ def pod_spec(spec: Any, path: str = "spec", problems: Problems | None = None) ->
     return spec
 
 
-def service_account_volume(spec: dict[str, Any]) -> None:
+def service_account_volume(spec: dict[str, Any], automount: bool = True) -> None:
     """What the ServiceAccount admission plugin adds to a new pod: the projected
     ``kube-api-access-xxxxx`` volume (token, ``ca.crt``, ``namespace``) mounted read-only at
     ``/var/run/secrets/kubernetes.io/serviceaccount`` in every container, unless the pod says
     ``automountServiceAccountToken: false`` or mounts something there itself."""
-    if spec.get("automountServiceAccountToken") is False:
-        return
+    if spec.get("automountServiceAccountToken") is False or not automount:
+        return  # (``automount``: what the service account says, when the pod says nothing)
     volumes = spec.get("volumes") or []
     if not isinstance(volumes, list) or any(
         isinstance(v, dict) and str(v.get("name", "")).startswith("kube-api-access-") for v in volumes
@@ -238,13 +238,15 @@ def qos_class(spec: dict[str, Any]) -> str:
     return "Guaranteed" if guaranteed else "Burstable"
 
 
-def pod(obj: dict[str, Any], problems: Problems | None = None, *, new: bool = True) -> dict[str, Any]:
+def pod(
+    obj: dict[str, Any], problems: Problems | None = None, *, new: bool = True, automount: bool = True
+) -> dict[str, Any]:
     """A Pod as the server stores it. ``new``: also the admission defaults of a create (tolerations)
     and the initial status ``{"phase": "Pending", "qosClass": …}`` when the pod has none."""
     spec = obj.setdefault("spec", {})
     pod_spec(spec, "spec", problems)
     if new and isinstance(spec, dict):
-        service_account_volume(spec)
+        service_account_volume(spec, automount)
         tolerations = spec.setdefault("tolerations", [])
         if isinstance(tolerations, list):
             present = {(t.get("key"), t.get("effect")) for t in tolerations if isinstance(t, dict)}
@@ -309,12 +311,14 @@ def namespace(obj: dict[str, Any]) -> dict[str, Any]:
     return obj
 
 
-def canonicalize(resource: str, obj: dict[str, Any], problems: Problems | None = None, *, new: bool = True) -> Any:
+def canonicalize(
+    resource: str, obj: dict[str, Any], problems: Problems | None = None, *, new: bool = True, automount: bool = True
+) -> Any:
     """``obj`` (of store resource ``resource``, e.g. ``core/pods``) in the server's stored form."""
     if not isinstance(obj, dict):
         return obj
     if resource == "core/pods":
-        return pod(obj, problems, new=new)
+        return pod(obj, problems, new=new, automount=automount)
     if resource == "core/services":
         return service(obj)
     if resource == "core/persistentvolumeclaims":

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import logging
 import os
 import signal
 import ssl
@@ -17,6 +18,8 @@ from pathlib import Path
 
 from airflow_provider_training.embedded import tls
 from airflow_provider_training.embedded.paths import Home
+
+log = logging.getLogger(__name__)
 
 
 class DaemonError(RuntimeError):
@@ -182,18 +185,37 @@ def stop(home: str | os.PathLike[str] | None = None, *, timeout: float = 15.0, r
     finally:
         if replicas:
             stop_supervisors(h, timeout)
+        elif left := running_supervisors(h.root):
+            # Said, not silent: a script that starts daemons and stops them this way leaves these
+            # behind (a benchmark once left 4,577, each restarting its crashed container).
+            log.warning(
+                "%d pod(s) of %s keep running under their supervisors until a daemon started on it adopts "
+                "them; `airflow-training embedded stop --all` (stop(home, replicas=True)) stops them",
+                len(left),
+                h.root,
+            )
+
+
+def running_supervisors(home: str | os.PathLike[str] | None = None) -> list[int]:
+    """The pids of the pod supervisors of ``home`` that run (each keeps its pod's containers going
+    and restarting while no daemon runs, until a daemon adopts or stops it)."""
+    pids = []
+    for state in sorted((Home.at(home).root / "node" / "pods").glob("*/state.json")):
+        with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
+            pid = int(json.loads(state.read_text()).get("supervisor"))
+            if _is_supervisor(pid):
+                pids.append(pid)
+    return pids
 
 
 def stop_supervisors(h: Home, timeout: float = 15.0) -> int:
     """SIGTERM every pod supervisor recorded under ``<home>/node/pods`` (they stop their containers
     and exit); SIGKILL those still there after ``timeout``. Returns how many were signalled."""
     pids = []
-    for state in sorted((h.root / "node" / "pods").glob("*/state.json")):
-        with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
-            pid = int(json.loads(state.read_text()).get("supervisor"))
-            if _is_supervisor(pid):
-                os.kill(pid, signal.SIGTERM)
-                pids.append(pid)
+    for pid in running_supervisors(h.root):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+            pids.append(pid)
     deadline = time.monotonic() + timeout
     while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -242,7 +264,8 @@ def _stop_daemon(h: Home, timeout: float) -> bool:
     return True
 
 
-def ensure_running(home: str | os.PathLike[str] | None = None) -> ControlPlane:
+def ensure_running(home: str | os.PathLike[str] | None = None, env: dict[str, str] | None = None) -> ControlPlane:
     """The control plane of ``home`` (``--home`` / ``$AIRFLOW_TRAINING_HOME`` / ``~/.airflow-training``),
-    started if it is not running. The Airflow hook calls this when no cluster connection is given."""
-    return start(home)
+    started if it is not running (``env``: settings for a daemon it starts). The Airflow hook calls
+    this when no cluster connection is given."""
+    return start(home, env=env)

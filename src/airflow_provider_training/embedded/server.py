@@ -39,6 +39,8 @@ from airflow_provider_training.embedded.controllers import CONTROLLERS
 from airflow_provider_training.embedded.httpprotocol import HttpProtocol
 from airflow_provider_training.embedded.node.agent import NodeAgent
 from airflow_provider_training.embedded.paths import Home
+from airflow_provider_training.embedded.rbac import bootstrap
+from airflow_provider_training.embedded.rbac.index import MODES, PERMISSIVE, RBAC
 from airflow_provider_training.embedded.resources import INITIAL_NAMESPACES
 from airflow_provider_training.embedded.runtime import ControllerContext, run_controllers
 from airflow_provider_training.embedded.store import Store, StoreDamagedError, StoreFullError, StoreVersionError
@@ -48,6 +50,8 @@ log = logging.getLogger("airflow_provider_training.embedded")
 EXIT_ALREADY_RUNNING = 3
 EXIT_STORE_VERSION = 4
 EXIT_STORE_DAMAGED = 5
+EXIT_BAD_SETTING = 6
+AUTHORIZATION_ENV = "AIRFLOW_TRAINING_AUTHORIZATION"
 
 
 def acquire_lock(home: Home) -> IO[str] | None:
@@ -87,7 +91,20 @@ def settings_from_env() -> Settings:
         bookmark_interval=float(os.environ.get("AIRFLOW_TRAINING_BOOKMARK_INTERVAL", "60")),
         log_poll_interval=float(os.environ.get("AIRFLOW_TRAINING_LOG_POLL_INTERVAL", "0.1")),
         exec_probe_interval=float(os.environ.get("AIRFLOW_TRAINING_EXEC_PROBE_INTERVAL", "1")),
+        authorization=authorization_mode(),
     )
+
+
+def authorization_mode() -> str:
+    """``AIRFLOW_TRAINING_AUTHORIZATION``: ``rbac`` (default) or ``permissive``; anything else stops
+    the daemon rather than guess which of the two was meant."""
+    mode = os.environ.get(AUTHORIZATION_ENV, RBAC).strip().lower() or RBAC
+    if mode not in MODES:
+        raise ValueError(
+            f"{AUTHORIZATION_ENV}={mode!r} is not an authorization mode: use {RBAC} (pods may do what their service "
+            f"account is bound to, as on a cluster) or {PERMISSIVE} (every valid token may do everything)"
+        )
+    return mode
 
 
 def serve(home: Home, port: int | None = None) -> int:
@@ -107,18 +124,26 @@ def serve(home: Home, port: int | None = None) -> int:
         log.error("%s", exc)
         home.pid.unlink(missing_ok=True)
         return EXIT_STORE_DAMAGED
+    try:
+        settings = settings_from_env()
+    except ValueError as exc:
+        log.error("%s", exc)
+        store.close()
+        home.pid.unlink(missing_ok=True)
+        return EXIT_BAD_SETTING
     token = kubeconfig.load_or_create_token(home)
     sock = bind(home, port)
     bound_port = sock.getsockname()[1]
     url = f"https://127.0.0.1:{bound_port}"
     certificates = ensure_certificates(home)
     kubeconfig.write(home, url, token, certificates.ca.read_bytes())
-    ctx = ServerContext(store=store, home=home, token=token, settings=settings_from_env())
+    ctx = ServerContext(store=store, home=home, token=token, settings=settings)
     app = create_app(ctx)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        await ensure_initial_namespaces(ctx, INITIAL_NAMESPACES)
+        await ensure_initial_namespaces(ctx, INITIAL_NAMESPACES)  # (and their default service accounts)
+        bootstrap.install(store)  # the default RBAC policy: cluster-admin, admin/edit/view, Kubeflow's roles
         install_default_runtimes(store)  # Trainer v2's ClusterTrainingRuntimes, as a default install has
         operatorpod.ensure(store)  # what `kubectl get pods -n kubeflow` shows for the controllers
         controllers = ControllerContext(store=store, home=home)
@@ -144,7 +169,7 @@ def serve(home: Home, port: int | None = None) -> int:
         tmp = home.endpoint.with_suffix(".tmp")
         tmp.write_text(json.dumps(endpoint))
         os.replace(tmp, home.endpoint)
-        log.info("serving the Kubernetes API for %s on %s", home.root, url)
+        log.info("serving the Kubernetes API for %s on %s (authorization: %s)", home.root, url, settings.authorization)
         yield
         controllers.stopping.set()
         for task in tasks:

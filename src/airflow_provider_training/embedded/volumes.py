@@ -4,6 +4,7 @@ default StorageClass. A pod that names a claim that does not exist gets one made
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 from typing import Any
 
 from airflow_provider_training.embedded.events import record_event
@@ -29,8 +30,16 @@ def bind(home: Home, claim: dict[str, Any]) -> dict[str, Any]:
         "accessModes": spec["accessModes"],
         "capacity": {"storage": spec.get("resources", {}).get("requests", {}).get("storage", DEFAULT_SIZE)},
     }
-    home.claim_dir(meta["namespace"], meta["name"]).mkdir(parents=True, exist_ok=True)
+    make_claim_dir(home.claim_dir(meta["namespace"], meta["name"]))
     return claim
+
+
+def make_claim_dir(path: Path) -> None:
+    """A claim's directory, writable by any user of the pods that mount it, as the local-path
+    provisioner makes it (0777); one that exists is left as it is (``fsGroup`` may have changed it)."""
+    if not path.is_dir():
+        path.mkdir(parents=True, exist_ok=True)
+        path.chmod(0o777)
 
 
 def claims_of(pod: dict[str, Any]) -> list[str]:

@@ -19,7 +19,13 @@ from typing import Any, ClassVar
 from airflow_provider_training.frameworks import conditions as cond
 from airflow_provider_training.frameworks import labels
 from airflow_provider_training.frameworks.addressing import Addressing, ClusterAddressing, ReplicaRef
-from airflow_provider_training.frameworks.bodies import ConfigMapBody, OwnerReferenceBody
+from airflow_provider_training.frameworks.bodies import (
+    ConfigMapBody,
+    OwnerReferenceBody,
+    RoleBindingBody,
+    RoleBody,
+    ServiceAccountBody,
+)
 from airflow_provider_training.frameworks.events import WARNING, Event
 from airflow_provider_training.frameworks.pods import PodState, of_type
 from airflow_provider_training.frameworks.timeutil import format_time
@@ -77,7 +83,16 @@ class ApplyConfigMap:
     config_map: ConfigMapBody
 
 
-PodAction = CreatePod | DeletePod | CreateService | DeleteService | ApplyConfigMap
+@dataclass(frozen=True)
+class EnsureObject:
+    """Create the object unless one of its name exists; with ``update``, bring those top-level fields
+    of an existing one to these (MPI's launcher ServiceAccount, Role and RoleBinding)."""
+
+    body: ServiceAccountBody | RoleBody | RoleBindingBody
+    update: tuple[str, ...] = ()
+
+
+PodAction = CreatePod | DeletePod | CreateService | DeleteService | ApplyConfigMap | EnsureObject
 
 
 def owner_reference(job: TrainingJob) -> OwnerReferenceBody:

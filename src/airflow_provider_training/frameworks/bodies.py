@@ -47,3 +47,24 @@ class ConfigMapBody(TypedDict):
     kind: Literal["ConfigMap"]
     metadata: ObjectMetaBody
     data: dict[str, str]
+
+
+class ServiceAccountBody(TypedDict):
+    apiVersion: Literal["v1"]
+    kind: Literal["ServiceAccount"]
+    metadata: ObjectMetaBody
+
+
+class RoleBody(TypedDict):
+    apiVersion: Literal["rbac.authorization.k8s.io/v1"]
+    kind: Literal["Role"]
+    metadata: ObjectMetaBody
+    rules: list[dict[str, list[str]]]
+
+
+class RoleBindingBody(TypedDict):
+    apiVersion: Literal["rbac.authorization.k8s.io/v1"]
+    kind: Literal["RoleBinding"]
+    metadata: ObjectMetaBody
+    subjects: list[dict[str, str]]
+    roleRef: dict[str, str]

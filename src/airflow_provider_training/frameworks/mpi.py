@@ -21,6 +21,7 @@ from airflow_provider_training.frameworks.base import (
     ApplyConfigMap,
     CreatePod,
     DeletePod,
+    EnsureObject,
     FrameworkPlugin,
     PodAction,
     Recorder,
@@ -31,7 +32,13 @@ from airflow_provider_training.frameworks.base import (
     replicas,
     tally,
 )
-from airflow_provider_training.frameworks.bodies import ConfigMapBody
+from airflow_provider_training.frameworks.bodies import (
+    ConfigMapBody,
+    ObjectMetaBody,
+    RoleBindingBody,
+    RoleBody,
+    ServiceAccountBody,
+)
 from airflow_provider_training.frameworks.events import Event
 from airflow_provider_training.frameworks.pods import FAILED, RUNNING, SUCCEEDED, PodState, of_type
 from airflow_provider_training.specs import kinds
@@ -182,8 +189,13 @@ class MPIPlugin(FrameworkPlugin):
             return []
         workers = of_type(pods, WORKER)
         running = sorted(s.index for s in workers if s.phase == RUNNING and s.index is not None)
-        out: list[PodAction] = [ApplyConfigMap(self.config_map(job, running, addressing))]
         wanted = replicas(job, WORKER)
+        out: list[PodAction] = [
+            EnsureObject(self.launcher_service_account(job)),
+            ApplyConfigMap(self.config_map(job, running, addressing)),
+            EnsureObject(self.launcher_role(job, wanted), update=("rules",)),
+            EnsureObject(self.launcher_role_binding(job)),
+        ]
         have = {s.index for s in workers}
         out += [DeletePod(s.name) for s in workers if s.index is not None and s.index >= wanted]
         out += [CreatePod(WORKER, index) for index in range(wanted) if index not in have]
@@ -215,6 +227,50 @@ class MPIPlugin(FrameworkPlugin):
         if "I_MPI_HYDRA_BOOTSTRAP_EXEC" not in user:
             out.append(env("I_MPI_HYDRA_BOOTSTRAP_EXEC", f"{CONFIG_MOUNT_PATH}/{KUBEXEC}"))
         return out
+
+    # --- what the launcher's kubexec.sh needs: its ServiceAccount, Role and RoleBinding ---------
+    def _launcher_meta(self, job: TrainingJob, name: str) -> ObjectMetaBody:
+        return {
+            "name": name,
+            "namespace": job.namespace,
+            "labels": {"app": job.name},
+            "ownerReferences": [owner_reference(job)],
+        }
+
+    def launcher_account(self, job: TrainingJob) -> str:
+        """The launcher's service account: its template's ``serviceAccountName``, else ``{job}-launcher``."""
+        spec = job.replica_specs.get(LAUNCHER)
+        pod = spec.template.spec if spec is not None and spec.template is not None else None
+        return (pod.service_account_name if pod is not None else None) or launcher_name(job)
+
+    def launcher_service_account(self, job: TrainingJob) -> ServiceAccountBody:
+        return {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": self._launcher_meta(job, self.launcher_account(job)),
+        }
+
+    def launcher_role(self, job: TrainingJob, workers: int) -> RoleBody:
+        """``{job}-launcher``: read pods, and exec into this job's workers only (``newLauncherRole``)."""
+        names = [self.pod_name(job, WORKER, i) for i in range(workers)]
+        exec_rule: dict[str, list[str]] = {"verbs": ["create"], "apiGroups": [""], "resources": ["pods/exec"]}
+        if names:
+            exec_rule["resourceNames"] = names
+        return {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": self._launcher_meta(job, launcher_name(job)),
+            "rules": [{"verbs": ["get", "list", "watch"], "apiGroups": [""], "resources": ["pods"]}, exec_rule],
+        }
+
+    def launcher_role_binding(self, job: TrainingJob) -> RoleBindingBody:
+        return {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": self._launcher_meta(job, launcher_name(job)),
+            "subjects": [{"kind": "ServiceAccount", "name": self.launcher_account(job), "namespace": job.namespace}],
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": launcher_name(job)},
+        }
 
     # --- the {job}-config ConfigMap --------------------------------------------------------
     def hostfile(self, job: TrainingJob, addressing: Addressing = CLUSTER) -> str:

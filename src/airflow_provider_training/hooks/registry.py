@@ -9,7 +9,7 @@ from airflow.sdk import BaseHook
 
 from airflow_provider_training.kitops.api import make_client
 from airflow_provider_training.kitops.credentials import Credential
-from airflow_provider_training.kitops.registry import RegistryClient, RegistryError
+from airflow_provider_training.kitops.registry import RegistryClient, RegistryError, RegistryOptions
 
 
 def _flag(value: Any, default: bool) -> bool:
@@ -89,8 +89,10 @@ class ModelKitRegistryHook(BaseHook):
             data["KIT_CA_CERT"] = str(opts["ca_cert"])
         return data
 
-    def get_conn(self, registry: str | None = None) -> RegistryClient:
-        """A client for ``registry`` (default: the connection's host) with the connection's credentials."""
+    def get_conn(self, registry: str | None = None, *, options: RegistryOptions | None = None) -> RegistryClient:
+        """A client for ``registry`` (default: the connection's host) with the connection's credentials;
+        ``options`` for its retries and timeout (``RegistryOptions.single_attempt()`` for a read that is
+        only shown), the connection's TLS settings win."""
         opts = self.options
         return make_client(
             registry or self.registry,
@@ -98,6 +100,7 @@ class ModelKitRegistryHook(BaseHook):
             tls_verify=opts["tls_verify"],
             ca_cert=opts["ca_cert"],
             credential=self.credential,
+            options=options,
         )
 
     def test_connection(self) -> tuple[bool, str]:

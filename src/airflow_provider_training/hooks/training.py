@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+import hashlib
+import json
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from airflow.providers.cncf.kubernetes.hooks.kubernetes import AsyncKubernetesHook, KubernetesHook
@@ -26,6 +28,8 @@ from airflow.sdk import conf
 
 from airflow_provider_training import embedded
 from airflow_provider_training.client import AsyncTrainingJobClient, TrainingJobClient
+from airflow_provider_training.client.informer import SHARED, Deliver, Subscription
+from airflow_provider_training.client.state import finished
 
 EMBEDDED_NAMESPACE = "default"
 
@@ -72,8 +76,10 @@ def resolve_conn_id(kubernetes_conn_id: ConnId) -> str | None:
 
 
 def embedded_control_plane() -> embedded.ControlPlane:
-    """The embedded control plane of ``[training] embedded_home``, started if it does not run."""
-    return embedded.ensure_running(embedded_home())
+    """The embedded control plane of ``[training] embedded_home``, started if it does not run (with
+    ``[training] embedded_authorization``, when set, as its authorization mode)."""
+    mode = conf.get("training", "embedded_authorization", fallback="")
+    return embedded.ensure_running(embedded_home(), {"AIRFLOW_TRAINING_AUTHORIZATION": mode} if mode else None)
 
 
 def running_control_plane_kubeconfig() -> str:
@@ -170,3 +176,56 @@ class AsyncTrainingHook(AsyncKubernetesHook):
             self._extras = await self._embedded_extras()
         async with self.get_conn() as api:
             yield AsyncTrainingJobClient(api, watch_timeout=watch_timeout, poll_interval=poll_interval)
+
+    # -- shared watches (``client.informer``): one per cluster, namespace and kind in this process ----
+    def cluster_identity(self) -> str:
+        """Names this hook's cluster for shared watches: a digest of the connection id and the extras
+        given (they may hold credentials, so never the extras themselves)."""
+        raw = json.dumps([self.conn_id, self._extras, self.lookup_only], sort_keys=True, default=str)
+        return hashlib.sha256(raw.encode()).hexdigest()
+
+    async def wait(
+        self,
+        kind: str,
+        name: str,
+        namespace: str,
+        *,
+        uid: str | None = None,
+        timeout: float | None = None,
+        until: Callable[[dict[str, Any]], bool] = finished,
+        watch_timeout: float = 240.0,
+        poll_interval: float = 10.0,
+    ) -> dict[str, Any]:
+        """:meth:`AsyncTrainingJobClient.wait` through the process's shared watch of ``kind`` in
+        ``namespace`` on this cluster (the first waiter's ``watch_timeout`` / ``poll_interval`` are
+        the shared watch's)."""
+        return await SHARED.wait(
+            self.cluster_identity(),
+            lambda: self.get_client(watch_timeout=watch_timeout, poll_interval=poll_interval),
+            kind,
+            name,
+            namespace,
+            uid=uid,
+            timeout=timeout,
+            until=until,
+        )
+
+    def subscribe(
+        self,
+        kind: str,
+        namespace: str,
+        *,
+        name: str | None = None,
+        deliver: Deliver | None = None,
+        watch_timeout: float = 240.0,
+    ) -> contextlib.AbstractAsyncContextManager[Subscription]:
+        """Subscribe to the changes of ``kind`` objects (``name``: of that one) in ``namespace``
+        through the process's shared watch (``client.informer.Informers.subscribe``)."""
+        return SHARED.subscribe(
+            self.cluster_identity(),
+            lambda: self.get_client(watch_timeout=watch_timeout),
+            kind,
+            namespace,
+            name=name,
+            deliver=deliver,
+        )

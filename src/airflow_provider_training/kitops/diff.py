@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import IO, Any
 
 from airflow_provider_training.kitops import mediatypes
+from airflow_provider_training.kitops.compression import open_decompressed
 from airflow_provider_training.kitops.modelpack import read_kitfile
 
 OpenBlob = Callable[[str], contextlib.AbstractContextManager[IO[bytes]]]
@@ -100,13 +101,10 @@ def _file_table(side: Side, layer: dict[str, Any]) -> dict[str, tuple[str, int]]
             name = (layer.get("annotations") or {}).get(mediatypes.ANNOTATION_FILEPATH, layer["digest"])
             table[name] = (sha.hexdigest(), size)
             return table
-        stream: Any = fh
-        if compression == "zstd":
-            import zstandard
-
-            stream = zstandard.ZstdDecompressor().stream_reader(fh)
-        mode = "r|gz" if compression.startswith("gzip") else "r|"
-        with tarfile.open(fileobj=stream, mode=mode) as tar:  # type: ignore[call-overload]
+        stored = layer.get("size")
+        what = f"layer {layer['digest']}"
+        stream = open_decompressed(fh, compression, stored if isinstance(stored, int) else 0, what)
+        with tarfile.open(fileobj=stream, mode="r|") as tar:
             for member in tar:
                 if not member.isfile():
                     continue

@@ -15,6 +15,7 @@ ARTIFACT_TYPE = "application/vnd.kitops.modelkit.manifest.v1+json"
 CONFIG = "application/vnd.kitops.modelkit.config.v1+json"
 MODELPACK_CONFIG = "application/vnd.cncf.model.config.v1+json"
 MODELPACK_ARTIFACT_TYPE = "application/vnd.cncf.model.manifest.v1+json"
+INDEX_ARTIFACT_TYPE = "application/vnd.kitops.modelkit.index.v1+json"  # kit >= 1.17 ModelKit indexes
 
 ANNOTATION_CLI_VERSION = "ml.kitops.modelkit.cli-version"
 ANNOTATION_KITFILE = "ml.kitops.modelkit.kitfile"
@@ -22,6 +23,9 @@ ANNOTATION_FILEPATH = "org.cncf.model.filepath"
 ANNOTATION_FILE_METADATA = "org.cncf.model.file.metadata+json"
 ANNOTATION_SUBTYPE = "ml.kitops.modelkit.layer-subtype"
 ANNOTATION_REF_NAME = "org.opencontainers.image.ref.name"
+# recorded on ModelKit index entries by `kit index add` (kit >= 1.17)
+ANNOTATION_ORIGINAL_TAG = "ml.kitops.modelkit.original-tag"
+ANNOTATION_MODELKIT_SIZE = "ml.kitops.modelkit.size"
 
 Format = Literal["kitops", "modelpack"]
 FORMATS: tuple[str, ...] = ("kitops", "modelpack")
@@ -51,7 +55,7 @@ _KITOPS_LAYER_RE = re.compile(r"^application/vnd\.kitops\.modelkit\.(\w+)\.v1\.(
 _MODELPACK_LAYER_RE = re.compile(
     r"^application/vnd\.cncf\.model\.(weight\.config|weight|code|dataset|doc)\.v1\.(tar|raw)(?:\+(\w+))?$"
 )
-_COMPRESSIONS = ("", "gzip", "zstd")
+_COMPRESSIONS = ("", "none", "gzip", "zstd")  # kit's ParseCompression (gzip-fastest is written as +gzip)
 
 
 class MediaTypeError(ValueError):
@@ -83,7 +87,9 @@ def parse_layer_media_type(media_type: str) -> tuple[str, str, str]:
         base = _FROM_MODELPACK[m[1]]
     compression = m[3] or ""
     if compression not in _COMPRESSIONS:
-        raise MediaTypeError(f"unknown compression +{compression} in layer media type {media_type}")
+        raise MediaTypeError(
+            f"layer media type {media_type} has an unknown compression +{compression} (kit reads +gzip, +zstd or none)"
+        )
     return base, m[2], compression or "none"
 
 

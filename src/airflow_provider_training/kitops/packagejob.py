@@ -130,6 +130,8 @@ def manifest(job: PackageJob) -> dict[str, Any]:
             "metadata": {"labels": {**MANAGED_BY, **(job.labels or {})}},
             "spec": {
                 "restartPolicy": "Never",
+                # it never calls the Kubernetes API: no service-account token next to registry credentials
+                "automountServiceAccountToken": False,
                 "containers": [
                     {
                         "name": CONTAINER,

@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 
 MIB = 1 << 20
 DEFAULT_CHUNK = 100 * MIB
+MAX_MANIFEST = 4 * MIB  # what the OCI distribution spec asks registries to accept at least
 USER_AGENT = f"airflow-provider-training/{__version__}"
 # registries kit always sends monolithically (they reject or mishandle chunked uploads)
 _MONOLITHIC_HOSTS = re.compile(r"(^ghcr\.io$|\.pkg\.dev$|gcr\.io$|amazonaws\.com(\.cn)?$)")
@@ -71,6 +72,12 @@ class RegistryOptions:
     backoff_max: float = 8.0
     chunk_size: int = DEFAULT_CHUNK
     monolithic_below: int = DEFAULT_CHUNK
+
+    @classmethod
+    def single_attempt(cls, timeout: float = 10.0) -> RegistryOptions:
+        """One try, a short timeout: for reads whose answer is only shown (a dead registry costs
+        ``timeout`` at most, not the ~23 s of the default back-off)."""
+        return cls(timeout=timeout, retries=0)
 
 
 def _verify(options: RegistryOptions) -> bool | ssl.SSLContext:
@@ -508,21 +515,48 @@ class RegistryClient:
             raise self._fail(resp, f"pushing manifest {repo}:{tag_or_digest}")
         return resp.headers.get("Docker-Content-Digest") or "sha256:" + hashlib.sha256(manifest).hexdigest()
 
-    def get_manifest(self, repo: str, target: str) -> tuple[bytes, str]:
-        """Manifest bytes and their digest (checked against ``target`` when it is a digest)."""
+    def get_manifest(self, repo: str, target: str, limit: int = MAX_MANIFEST) -> tuple[bytes, str]:
+        """Manifest (or index) bytes and their digest (checked against ``target`` when it is a
+        digest); more than ``limit`` bytes is refused unread (a hostile registry cannot exhaust memory)."""
         resp = self.request(
             "GET",
             f"/v2/{repo}/manifests/{target}",
             scope=_scope(repo, push=False),
             headers={"Accept": f"{mediatypes.MANIFEST}, {mediatypes.INDEX}"},
+            stream=True,
         )
-        if resp.status_code != 200:
-            raise self._fail(resp, f"fetching manifest {repo}:{target}")
-        data = resp.content
+        try:
+            if resp.status_code != 200:
+                raise self._fail(resp, f"fetching manifest {repo}:{target}")
+            too_big = RegistryError(
+                f"manifest {repo}:{target} on {self.registry} is larger than {limit} bytes; refusing to read it"
+            )
+            if int(resp.headers.get("Content-Length") or 0) > limit:
+                raise too_big
+            data = bytearray()
+            for chunk in resp.iter_bytes(MIB):
+                data += chunk
+                if len(data) > limit:
+                    raise too_big
+        finally:
+            resp.close()
         digest = "sha256:" + hashlib.sha256(data).hexdigest()
         if target.startswith("sha256:") and digest != target:
             raise DigestMismatchError(f"manifest {repo}@{target} from {self.registry} has digest {digest}")
-        return data, digest
+        return bytes(data), digest
+
+    def manifest_exists(self, repo: str, digest: str) -> bool:
+        resp = self.request(
+            "HEAD",
+            f"/v2/{repo}/manifests/{digest}",
+            scope=_scope(repo, push=False),
+            headers={"Accept": f"{mediatypes.MANIFEST}, {mediatypes.INDEX}"},
+        )
+        if resp.status_code == 200:
+            return True
+        if resp.status_code == 404:
+            return False
+        raise self._fail(resp, f"HEAD manifest {digest}")
 
     def get_blob_bytes(self, repo: str, digest: str, limit: int = 16 * MIB) -> bytes:
         resp = self.request("GET", f"/v2/{repo}/blobs/{digest}", scope=_scope(repo, push=False))

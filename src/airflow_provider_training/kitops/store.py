@@ -89,7 +89,7 @@ class LocalStore:
         self.blobs.mkdir(parents=True, exist_ok=True)
         layout = self.root / "oci-layout"
         if not layout.exists():
-            self._write_json(layout, {"imageLayoutVersion": "1.0.0"}, compact=True)
+            self.write_json(layout, {"imageLayoutVersion": "1.0.0"}, compact=True)
 
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
@@ -172,7 +172,7 @@ class LocalStore:
         return digest
 
     # -- indexes --------------------------------------------------------------------------------
-    def _write_json(self, path: Path, data: Any, compact: bool = False) -> None:
+    def write_json(self, path: Path, data: Any, compact: bool = False) -> None:
         text = json.dumps(data, separators=(",", ":")) if compact else json.dumps(data, indent=None)
         tmp = path.with_name(path.name + ".tmp")
         try:
@@ -184,7 +184,7 @@ class LocalStore:
                 raise _no_space(self.root, exc) from exc
             raise
 
-    def _read_json(self, path: Path, default: Any) -> Any:
+    def read_json(self, path: Path, default: Any) -> Any:
         try:
             return json.loads(path.read_text())
         except FileNotFoundError:
@@ -201,7 +201,7 @@ class LocalStore:
     def add_manifest(self, repo_key: str, desc: Descriptor, tags: list[str]) -> None:
         """Record a manifest (whose blobs are all present) in the repository and tag it."""
         with self.lock():
-            shared = self._read_json(
+            shared = self.read_json(
                 self.root / "index.json", {"schemaVersion": 2, "mediaType": mediatypes.INDEX, "manifests": []}
             )
             if not any(m.get("digest") == desc.digest for m in shared.get("manifests") or []):
@@ -209,31 +209,31 @@ class LocalStore:
                 entry["annotations"] = {mediatypes.ANNOTATION_REF_NAME: desc.digest}
                 shared.setdefault("manifests", []).append(entry)
             index_path = self._index_path(repo_key)
-            index = self._read_json(index_path, {"schemaVersion": 2, "manifests": []})
+            index = self.read_json(index_path, {"schemaVersion": 2, "manifests": []})
             manifests = index.get("manifests") or []
             if not any(m.get("digest") == desc.digest for m in manifests):
                 manifests.append(desc.to_json())
             index["manifests"] = manifests
             tags_path = self._tags_path(repo_key)
-            tag_map = self._read_json(tags_path, {})
+            tag_map = self.read_json(tags_path, {})
             for tag in tags:
                 tag_map[tag] = desc.to_json()
-            self._write_json(self.root / "index.json", shared, compact=True)
-            self._write_json(index_path, index, compact=True)
+            self.write_json(self.root / "index.json", shared, compact=True)
+            self.write_json(index_path, index, compact=True)
             if tag_map:
-                self._write_json(tags_path, tag_map, compact=True)
+                self.write_json(tags_path, tag_map, compact=True)
 
     def resolve(self, ref: Reference) -> Descriptor:
         """The manifest descriptor a reference names in the local store."""
         if ref.digest:
-            index = self._read_json(self._index_path(ref.repo_key), {"manifests": []})
+            index = self.read_json(self._index_path(ref.repo_key), {"manifests": []})
             for m in index.get("manifests") or []:
                 if m.get("digest") == ref.digest:
                     return Descriptor.from_json(m)
             if ref.repository == "_" and self.has_blob(ref.digest):
                 return Descriptor(mediatypes.MANIFEST, ref.digest, self.blob_path(ref.digest).stat().st_size)
             raise NotInStoreError(f"ModelKit {ref} is not in the local store (pull or pack it first)")
-        tags = self._read_json(self._tags_path(ref.repo_key), {})
+        tags = self.read_json(self._tags_path(ref.repo_key), {})
         tag = ref.tag or "latest"
         if tag not in tags:
             raise NotInStoreError(f"ModelKit {ref.repo_key}:{tag} is not in the local store (pull or pack it first)")
@@ -246,23 +246,28 @@ class LocalStore:
 
     def list(self) -> list[StoredModelKit]:
         out: list[StoredModelKit] = []
-        if not self.root.is_dir():
-            return out
-        for path in sorted(self.root.iterdir()):
-            m = _INDEX_FILE_RE.match(path.name)
-            if not m:
-                continue
-            try:
-                repo_key = base64.urlsafe_b64decode(m[1]).decode()
-            except ValueError:
-                continue
-            index = self._read_json(path, {"manifests": []})
-            tags = self._read_json(self._tags_path(repo_key), {})
+        for repo_key, path in self.repo_files(_INDEX_FILE_RE):
+            index = self.read_json(path, {"manifests": []})
+            tags = self.read_json(self._tags_path(repo_key), {})
             for entry in index.get("manifests") or []:
                 desc = Descriptor.from_json(entry)
                 names = tuple(sorted(t for t, d in tags.items() if d.get("digest") == desc.digest))
                 out.append(StoredModelKit(repo_key, names, desc))
         return out
+
+    def repo_files(self, pattern: re.Pattern[str]) -> Iterator[tuple[str, Path]]:
+        """``(registry/repo, path)`` of each per-repository file whose name ``pattern`` matches
+        (its group 1 being the base64url repository name), in name order."""
+        if not self.root.is_dir():
+            return
+        for path in sorted(self.root.iterdir()):
+            m = pattern.match(path.name)
+            if not m:
+                continue
+            try:
+                yield base64.urlsafe_b64decode(m[1]).decode(), path
+            except ValueError:
+                continue
 
     def tag(self, src: Reference, dst: Reference) -> Descriptor:
         desc = self.resolve(src)
@@ -274,23 +279,23 @@ class LocalStore:
         desc = self.resolve(ref)
         with self.lock():
             tags_path = self._tags_path(ref.repo_key)
-            tags = self._read_json(tags_path, {})
+            tags = self.read_json(tags_path, {})
             if ref.digest:
                 tags = {t: d for t, d in tags.items() if d.get("digest") != desc.digest}
             else:
                 tags.pop(ref.tag or "latest", None)
             still_tagged = any(d.get("digest") == desc.digest for d in tags.values())
             if tags:
-                self._write_json(tags_path, tags, compact=True)
+                self.write_json(tags_path, tags, compact=True)
             else:
                 tags_path.unlink(missing_ok=True)
             if still_tagged:
                 return desc
             index_path = self._index_path(ref.repo_key)
-            index = self._read_json(index_path, {"manifests": []})
+            index = self.read_json(index_path, {"manifests": []})
             index["manifests"] = [m for m in index.get("manifests") or [] if m.get("digest") != desc.digest]
             if index["manifests"]:
-                self._write_json(index_path, index, compact=True)
+                self.write_json(index_path, index, compact=True)
             else:
                 index_path.unlink(missing_ok=True)
             if not any(k.descriptor.digest == desc.digest for k in self.list()):
@@ -299,9 +304,9 @@ class LocalStore:
 
     def _gc(self, desc: Descriptor) -> None:
         shared_path = self.root / "index.json"
-        shared = self._read_json(shared_path, {"schemaVersion": 2, "mediaType": mediatypes.INDEX, "manifests": []})
+        shared = self.read_json(shared_path, {"schemaVersion": 2, "mediaType": mediatypes.INDEX, "manifests": []})
         shared["manifests"] = [m for m in shared.get("manifests") or [] if m.get("digest") != desc.digest]
-        self._write_json(shared_path, shared, compact=True)
+        self.write_json(shared_path, shared, compact=True)
         manifest = self.read_manifest(desc)
         referenced: set[str] = set()
         for entry in shared["manifests"]:

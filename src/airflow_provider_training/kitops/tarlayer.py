@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal, Protocol
 
+from airflow_provider_training.kitops.compression import KitZstdWriter
 from airflow_provider_training.kitops.ignore import Ignore
 
 Compression = Literal["none", "gzip", "gzip-fastest", "zstd"]
@@ -233,22 +234,6 @@ class _GoGzip:
         self._out.write(struct.pack("<II", self._crc & 0xFFFFFFFF, self._size & 0xFFFFFFFF))
 
 
-class _Zstd:
-    def __init__(self, out: _Sink) -> None:
-        import zstandard
-
-        self._out = out
-        self._c = zstandard.ZstdCompressor(level=3).compressobj()
-
-    def write(self, data: bytes | memoryview) -> None:
-        chunk = self._c.compress(bytes(data))
-        if chunk:
-            self._out.write(chunk)
-
-    def close(self) -> None:
-        self._out.write(self._c.flush())
-
-
 class _HashingFile:
     def __init__(self, fh: BinaryIO) -> None:
         self.fh = fh
@@ -279,7 +264,7 @@ def write_layer(
 ) -> LayerBlob:
     """Tar one layer into ``out``; returns its digest, diffId and size."""
     stored = _HashingFile(out)
-    sink: _GoGzip | _Zstd | None
+    sink: _GoGzip | KitZstdWriter | None
     if compression == "none":
         sink = None
     elif compression == "gzip":
@@ -287,7 +272,7 @@ def write_layer(
     elif compression == "gzip-fastest":
         sink = _GoGzip(stored, 1)
     elif compression == "zstd":
-        sink = _Zstd(stored)
+        sink = KitZstdWriter(stored)
     else:
         raise ValueError(f"compression {compression!r} is not one of {', '.join(COMPRESSIONS)}")
     raw_sha = hashlib.sha256() if sink is not None else stored.sha

@@ -13,8 +13,9 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_provider_training.kitops import mediatypes
+from airflow_provider_training.kitops import index, mediatypes
 from airflow_provider_training.kitops.diff import Side
+from airflow_provider_training.kitops.indextransfer import describe_remote_index
 from airflow_provider_training.kitops.modelpack import read_kitfile
 from airflow_provider_training.kitops.reference import DEFAULT_TAG, Reference, parse
 from airflow_provider_training.kitops.registry import ProgressFn, RegistryClient, RegistryError
@@ -22,6 +23,10 @@ from airflow_provider_training.kitops.store import Descriptor, LocalStore, Store
 
 log = logging.getLogger(__name__)
 MAX_PARENT_HOPS = 10
+
+
+class IsAnIndexError(RegistryError):
+    """A ModelKit was asked for, and the reference names a ModelKit index."""
 
 
 @dataclass
@@ -92,10 +97,12 @@ def fetch_manifest(client: RegistryClient, ref: Reference) -> tuple[bytes, str, 
         manifest = json.loads(data)
     except ValueError:
         raise RegistryError(f"reference {ref} on {ref.registry} has a manifest that is not JSON") from None
-    if not mediatypes.is_modelkit_manifest(manifest):
+    if index.is_index_document(manifest):
+        raise IsAnIndexError(describe_remote_index(data, ref))
+    if not isinstance(manifest, dict) or not mediatypes.is_modelkit_manifest(manifest):
         raise RegistryError(
             f"reference {ref} exists but is not a ModelKit or ModelPack (config media type "
-            f"{(manifest.get('config') or {}).get('mediaType')!r})"
+            f"{(manifest.get('config') or {}).get('mediaType') if isinstance(manifest, dict) else None!r})"
         )
     try:
         mediatypes.validate_manifest(manifest, f"ModelKit {ref}")

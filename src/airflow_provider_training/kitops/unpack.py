@@ -26,7 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+import zstandard
+
 from airflow_provider_training.kitops import mediatypes
+from airflow_provider_training.kitops.compression import DecompressionBombError, ExpansionLimit, open_decompressed
 from airflow_provider_training.kitops.modelpack import read_kitfile
 from airflow_provider_training.kitops.reference import DEFAULT_TAG, Reference, parse
 from airflow_provider_training.kitops.store import LocalStore
@@ -86,13 +89,12 @@ class _Hashing:
             pass
 
 
-def _open_layer(fh: Any, media_type: str) -> tarfile.TarFile:
-    _, _, compression = mediatypes.parse_layer_media_type(media_type)
-    if compression == "zstd":
-        import zstandard
-
-        return tarfile.open(fileobj=zstandard.ZstdDecompressor().stream_reader(fh), mode="r|")
-    return tarfile.open(fileobj=fh, mode="r|gz" if compression.startswith("gzip") else "r|")
+def _open_layer(fh: Any, layer: dict[str, Any], limit: ExpansionLimit | None) -> tarfile.TarFile:
+    _, _, compression = mediatypes.parse_layer_media_type(layer["mediaType"])
+    what = f"layer {layer.get('digest') or layer['mediaType']}"
+    size = layer.get("size")
+    stream = open_decompressed(fh, compression, size if isinstance(size, int) else 0, what, limit)
+    return tarfile.open(fileobj=stream, mode="r|")
 
 
 @dataclass
@@ -177,9 +179,11 @@ def extract_layer(
     overwrite: bool,
     ignore_existing: bool,
     raw_path: str | None = None,
+    limit: ExpansionLimit | None = None,
 ) -> int:
     """Unpack one layer (its descriptor, or just its media type) read from ``fh``; all or nothing
-    (module docstring); the digest is checked when the descriptor has one."""
+    (module docstring); the digest is checked when the descriptor has one, and a compressed layer
+    may expand no further than ``limit`` (default :meth:`ExpansionLimit.from_env`)."""
     if isinstance(layer, str):
         layer = {"mediaType": layer}
     media_type = layer["mediaType"]
@@ -198,7 +202,7 @@ def extract_layer(
                 mode = _data_filtered(raw, root, digest).mode
                 _stage_file(staged, reader, target, mode)  # type: ignore[arg-type]
         else:
-            with _open_layer(reader, media_type) as tar:
+            with _open_layer(reader, layer, limit) as tar:
                 for member in tar:
                     current = member.name
                     target = _safe_target(root, member.name)
@@ -227,10 +231,12 @@ def extract_layer(
                 f"layer {digest} does not match its digest (got {actual}): the blob is corrupted; "
                 "nothing from it was written — pull the ModelKit again"
             )
-    except (tarfile.TarError, EOFError, zlib.error, OSError, ValueError) as exc:
+    except (tarfile.TarError, EOFError, zlib.error, zstandard.ZstdError, OSError, ValueError) as exc:
         staged.discard()
         if isinstance(exc, (UnsafePathError, UnpackError)):
             raise
+        if isinstance(exc, DecompressionBombError):
+            raise UnpackError(f"{exc}; nothing from it was written") from None
         where = f" while writing {current}" if current else ""
         if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
             raise UnpackError(
@@ -282,6 +288,7 @@ def unpack(
     overwrite: bool = False,
     ignore_existing: bool = False,
     _hops: int = 0,
+    limit: ExpansionLimit | None = None,
 ) -> UnpackResult:
     """Unpack ``ref`` into ``directory``; ``filters`` limits to some of :data:`FILTERS` (default all).
     ModelKits and ModelPacks alike (the format is read from the manifest)."""
@@ -309,6 +316,7 @@ def unpack(
             overwrite,
             ignore_existing,
             _hops + 1,
+            limit,
         )
         files, layers = sub.files, sub.layers
     kitfile_text = None
@@ -322,7 +330,7 @@ def unpack(
         if name not in wanted:
             continue
         with store.open_blob(layer["digest"]) as fh:
-            files += extract_layer(fh, layer, root, overwrite, ignore_existing, paths.get(layer["digest"]))
+            files += extract_layer(fh, layer, root, overwrite, ignore_existing, paths.get(layer["digest"]), limit)
         layers += 1
     if kitfile_text is not None:
         _write_atomically(root / "Kitfile", kitfile_text)

@@ -8,22 +8,29 @@ after it (the run still succeeds: a rejection is an answer, not a failure).
 
 ``enabled`` (templated: ``"{{ params.approve_deploy }}"``) off returns at once without asking, so
 one DAG serves both unattended runs and runs a person signs off.
+
+On Airflow 3.2 the request waits in the triggerer (``HITLTrigger``), so ``dag.test()`` cannot answer
+it there: the task fails at once saying so (``compat.approval_unsupported``); 3.3+ wait without one.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from airflow.providers.standard.operators.hitl import ApprovalOperator
+from airflow.sdk.exceptions import AirflowFailException
 
+from airflow_provider_training import compat
 from airflow_provider_training.client.inferenceservice import KIND, served_storage_uri
 from airflow_provider_training.hooks.registry import ModelKitRegistryHook
 from airflow_provider_training.hooks.training import DEFAULT, TrainingHook
 from airflow_provider_training.kitops.api import make_client
 from airflow_provider_training.kitops.files import read_file
-from airflow_provider_training.kitops.reference import parse
+from airflow_provider_training.kitops.reference import Reference, ReferenceError, parse
+from airflow_provider_training.kitops.registry import RegistryOptions
 
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off", "", "none"}
@@ -39,6 +46,29 @@ def flag(field: str, value: Any) -> bool:
     if text in _FALSE:
         return False
     raise ValueError(f"{field}={value!r}: use true or false")
+
+
+@dataclass(frozen=True)
+class ModelKit:
+    """A ``[kit://]<reference>@<digest>`` as the request shows it: the reference without ``kit://``,
+    as written without its digest, the digest, and the parsed reference (None when it does not parse:
+    shown anyway, its metric not read)."""
+
+    reference: str
+    written: str
+    digest: str
+    parsed: Reference | None
+
+    @classmethod
+    def of(cls, uri: str) -> ModelKit:
+        text = uri.removeprefix("kit://")
+        try:
+            parsed = parse(text, check_tcr=False)
+        except ReferenceError:
+            written, _, digest = text.partition("@")
+            return cls(text, written, digest, None)
+        digest = parsed.digest
+        return cls(text, text.replace(f"@{digest}", "", 1) if digest else text, digest, parsed)
 
 
 class DeployApprovalOperator(ApprovalOperator):
@@ -93,27 +123,25 @@ class DeployApprovalOperator(ApprovalOperator):
         if not flag("enabled", self.enabled):
             self.log.info("Approval not asked (enabled is off): %s goes ahead to deploy", self.candidate)
             return None
+        if unsupported := compat.approval_unsupported():  # rather than HITLTrigger's AttributeError
+            raise AirflowFailException(unsupported)
         served = served_storage_uri(
             TrainingHook(kubernetes_conn_id=self.kubernetes_conn_id)
             .get_client()
             .find(KIND, self.service_name, self.namespace)
         )
         self.body = self.describe(served)
-        self.subject = f"Deploy {self.candidate.removeprefix('kit://').split('@', 1)[0]} to {self.service_name}?"
+        self.subject = f"Deploy {ModelKit.of(self.candidate).written} to {self.service_name}?"
         self.log.info("Asking for approval: %s", self.subject)
         return super().execute(context)
 
     def describe(self, served: str | None) -> str:
         """The request's Markdown: both models' metric and the candidate's digest."""
-        reference, _, digest = self.candidate.removeprefix("kit://").partition("@")
         rows = [
-            f"| candidate | {self._score(self.candidate)} | `{reference}` | `{digest or 'no digest'}` |",
-            (
-                f"| deployed now | {self._score(served)} | `{served.removeprefix('kit://').partition('@')[0]}` "
-                f"| `{served.partition('@')[2] or 'no digest'}` |"
-                if served
-                else f"| deployed now | — | nothing is deployed as `{self.namespace}/{self.service_name}` yet | |"
-            ),
+            self._row("candidate", ModelKit.of(self.candidate)),
+            self._row("deployed now", ModelKit.of(served))
+            if served
+            else f"| deployed now | — | nothing is deployed as `{self.namespace}/{self.service_name}` yet | |",
         ]
         return "\n".join(
             [
@@ -127,15 +155,21 @@ class DeployApprovalOperator(ApprovalOperator):
             ]
         )
 
-    def _score(self, reference: str) -> str:
+    def _row(self, label: str, modelkit: ModelKit) -> str:
+        return f"| {label} | {self._score(modelkit)} | `{modelkit.written}` | `{modelkit.digest or 'no digest'}` |"
+
+    def _score(self, modelkit: ModelKit) -> str:
         """The metric from the ModelKit's ``metrics.json``, or why it is not shown (never a failure:
-        the person still decides)."""
-        registry = parse(reference.removeprefix("kit://").split("@", 1)[0], check_tcr=False).registry
+        the person still decides). One attempt: the person waits for this page, not for a back-off."""
+        reference = modelkit.reference
         try:
+            if modelkit.parsed is None:
+                raise ReferenceError(f"{reference!r} is not a ModelKit reference")
+            registry, options = modelkit.parsed.registry, RegistryOptions.single_attempt()
             if self.registry_conn_id:
-                client = ModelKitRegistryHook(self.registry_conn_id).get_conn(registry)
+                client = ModelKitRegistryHook(self.registry_conn_id).get_conn(registry, options=options)
             else:
-                client = make_client(registry)
+                client = make_client(registry, options=options)
             with client:
                 metrics = json.loads(read_file(client, reference, "metrics.json"))
         except Exception as exc:  # the registry's answer, shown to the person deciding

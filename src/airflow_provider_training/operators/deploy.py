@@ -16,7 +16,7 @@ Failure: the task fails with KServe's reason and message (``modelStatus.lastFail
 predictor's log tail (storage-initializer and serving container), after ``on_failure_action``:
 ``rollback`` (default: the previous spec is put back, or an InferenceService this task created is
 deleted), ``delete`` or ``keep``. ``on_kill_action`` does the same when a user kills the task
-(also while deferred, through the trigger's ``on_kill``).
+(also while deferred, through the trigger's ``on_kill``, on Airflow 3.3+).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import yaml
 from airflow.sdk import BaseOperator, conf
 from airflow.sdk.exceptions import AirflowException
 
-from airflow_provider_training import xcom
+from airflow_provider_training import compat, xcom
 from airflow_provider_training.client.errors import ApiError, JobDeleted, WaitTimeout
 from airflow_provider_training.client.inferenceservice import (
     KIND,
@@ -332,6 +332,8 @@ class InferenceServiceOperator(BaseOperator):
     def execute_async(self, hook: TrainingHook, obj: dict[str, Any], previous: dict[str, Any] | None) -> NoReturn:
         """Free the worker slot: :class:`InferenceServiceTrigger` waits in the triggerer (reaching the
         cluster with the connection as resolved here); the task resumes in :meth:`trigger_reentry`."""
+        if unsupported := compat.deferred_kill_unsupported(self.on_kill_action):
+            self.log.warning("%s", unsupported)
         self.defer(
             trigger=InferenceServiceTrigger(
                 name=self.name,

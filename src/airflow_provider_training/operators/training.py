@@ -25,7 +25,7 @@ from typing import Any, ClassVar, NoReturn
 from airflow.sdk import BaseOperator, conf
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
-from airflow_provider_training import xcom
+from airflow_provider_training import compat, xcom
 from airflow_provider_training.client import (
     JobDeleted,
     LogFollower,
@@ -112,7 +112,8 @@ class TrainingJobOperator(TrainingLineageMixin, BaseOperator):  # lineage: opera
         ``"delete_succeeded"`` (delete only a job that succeeded; keep a failed one to inspect).
     :param on_kill_action: ``"delete"`` (default) or ``"keep"``: what happens to the job when the task
         is killed (``on_kill``; in deferrable mode the trigger's ``on_kill`` on a user's mark
-        failed / success / clear — not on a triggerer restart) or times out.
+        failed / success / clear — not on a triggerer restart; Airflow 3.3+, on 3.2 a kill of the
+        deferred task keeps the job and the task log says so) or times out.
     :param log_replicas: whose logs stream into the task log: ``"master"`` (default: the master-role
         replica — Master, Chief or Launcher, else worker 0), ``"all"``, ``"none"``, or a list such as
         ``["master", "worker-1"]``. Lines are prefixed with the pod name. In deferrable mode the logs
@@ -246,7 +247,7 @@ class TrainingJobOperator(TrainingLineageMixin, BaseOperator):  # lineage: opera
 
     def _stored(self, context: Any, client: TrainingJobClient, kind: str) -> dict[str, Any] | None:
         """The job this task submitted in an earlier try, if it still runs (fenced by uid)."""
-        ref = stored_ref(context.get("task_state_store"))
+        ref = stored_ref(compat.task_state_store(context))
         if ref is None or ref.kind != kind:
             return None
         found = client.find(ref.kind, ref.name, ref.namespace)
@@ -321,7 +322,7 @@ class TrainingJobOperator(TrainingLineageMixin, BaseOperator):  # lineage: opera
             (xcom.JOB_CONN_ID, hook.kubernetes_conn_id or ""),  # for the UI plugin: the same connection
         ):
             ti.xcom_push(key=key, value=value)
-        store = context.get("task_state_store")
+        store = compat.task_state_store(context)
         if store is not None:
             store.set(STATE_KEY, ref.to_dict())
         self._submitted = ref
@@ -364,6 +365,8 @@ class TrainingJobOperator(TrainingLineageMixin, BaseOperator):  # lineage: opera
         in :meth:`trigger_reentry`. The job-level timeout becomes a wall-clock deadline, so it holds
         across triggerer restarts."""
         timeout = _seconds(self.timeout)
+        if unsupported := compat.deferred_kill_unsupported(self.on_kill_action):
+            self.log.warning("%s", unsupported)
         self.defer(
             trigger=TrainingJobTrigger(
                 ref=ObjectRef.of(job),

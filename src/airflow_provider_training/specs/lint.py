@@ -97,18 +97,37 @@ def check_container(container: Container, path: str, pod: PodSpec) -> list[Issue
 
 
 def _kit_password_on_command_line(words: list[str]) -> bool:
+    """``kit login ... -p/--password`` in the exec form (the words are the tokens) or in a shell line."""
+    if _login_with_password(words):
+        return True
     for word in words:
+        # shlex only removes characters (quotes, escapes, comments): a line without "kit" and "login"
+        # as subsequences cannot yield those tokens, and most lines are not worth tokenizing
+        if not (_subsequence("kit", word) and _subsequence("login", word)):
+            continue
         for line in word.splitlines():
             try:
                 tokens = shlex.split(line, comments=True)
             except ValueError:
                 tokens = line.split()
-            for i, token in enumerate(tokens):
-                if token == "kit" and i + 1 < len(tokens) and tokens[i + 1] == "login":
-                    rest = tokens[i + 2 :]
-                    if any(t in ("-p", "--password") or t.startswith("--password=") for t in rest):
-                        return True
+            if _login_with_password(tokens):
+                return True
     return False
+
+
+def _login_with_password(tokens: list[str]) -> bool:
+    return any(
+        token == "kit"
+        and tokens[i + 1 : i + 2] == ["login"]
+        and any(t in ("-p", "--password") or t.startswith("--password=") for t in tokens[i + 2 :])
+        for i, token in enumerate(tokens)
+    )
+
+
+def _subsequence(wanted: str, text: str) -> bool:
+    """Whether ``wanted``'s characters occur in ``text`` in order (not necessarily together)."""
+    rest = iter(text)
+    return all(char in rest for char in wanted)
 
 
 def unknown_field(dotted: str, schema: dict[str, Any]) -> Issue:

@@ -10,6 +10,9 @@ from airflow_provider_training.specs.trainer.crds import ALL_TRAINER_KINDS, Trai
 
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 READ_VERBS = ("get", "list", "watch")
+CREATE_ONLY = ("create",)
+# The verbs discovery lists for a subresource (anything else: a status subresource).
+SUBRESOURCE_VERBS = {"log": ("get",), "token": ("create",), "exec": ("create", "get")}
 METADATA_FIELDS = ("metadata.name", "metadata.namespace")
 
 
@@ -30,6 +33,8 @@ class ResourceType:
     training_job: KindInfo | None = None
     # Kubeflow Trainer v2 / JobSet kinds (served from their vendored CRDs, admitted by frameworks.trainer).
     trainer: TrainerKind | None = None
+    # False for the review kinds (SelfSubjectAccessReview, …): created, answered, never stored.
+    stored: bool = True
 
     @property
     def key(self) -> str:
@@ -110,6 +115,9 @@ _CORE = [
     ResourceType("", "v1", "configmaps", "configmap", "ConfigMap", short_names=("cm",)),
     ResourceType("", "v1", "secrets", "secret", "Secret", field_selectors=("type",)),
     ResourceType(
+        "", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", short_names=("sa",), subresources=("token",)
+    ),
+    ResourceType(
         "",
         "v1",
         "persistentvolumeclaims",
@@ -117,6 +125,78 @@ _CORE = [
         "PersistentVolumeClaim",
         short_names=("pvc",),
         subresources=("status",),
+    ),
+]
+_RBAC_GROUP = "rbac.authorization.k8s.io"
+_AUTHORIZATION = "authorization.k8s.io"
+_AUTHENTICATION = "authentication.k8s.io"
+_RBAC = [
+    ResourceType(_RBAC_GROUP, "v1", "roles", "role", "Role"),
+    ResourceType(_RBAC_GROUP, "v1", "clusterroles", "clusterrole", "ClusterRole", namespaced=False),
+    ResourceType(_RBAC_GROUP, "v1", "rolebindings", "rolebinding", "RoleBinding"),
+    ResourceType(
+        _RBAC_GROUP, "v1", "clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding", namespaced=False
+    ),
+]
+_REVIEWS = [
+    ResourceType(
+        _AUTHORIZATION,
+        "v1",
+        "selfsubjectaccessreviews",
+        "selfsubjectaccessreview",
+        "SelfSubjectAccessReview",
+        namespaced=False,
+        verbs=CREATE_ONLY,
+        stored=False,
+    ),
+    ResourceType(
+        _AUTHORIZATION,
+        "v1",
+        "subjectaccessreviews",
+        "subjectaccessreview",
+        "SubjectAccessReview",
+        namespaced=False,
+        verbs=CREATE_ONLY,
+        stored=False,
+    ),
+    ResourceType(
+        _AUTHORIZATION,
+        "v1",
+        "localsubjectaccessreviews",
+        "localsubjectaccessreview",
+        "LocalSubjectAccessReview",
+        verbs=CREATE_ONLY,
+        stored=False,
+    ),
+    ResourceType(
+        _AUTHORIZATION,
+        "v1",
+        "selfsubjectrulesreviews",
+        "selfsubjectrulesreview",
+        "SelfSubjectRulesReview",
+        namespaced=False,
+        verbs=CREATE_ONLY,
+        stored=False,
+    ),
+    ResourceType(
+        _AUTHENTICATION,
+        "v1",
+        "selfsubjectreviews",
+        "selfsubjectreview",
+        "SelfSubjectReview",
+        namespaced=False,
+        verbs=CREATE_ONLY,
+        stored=False,
+    ),
+    ResourceType(
+        _AUTHENTICATION,
+        "v1",
+        "tokenreviews",
+        "tokenreview",
+        "TokenReview",
+        namespaced=False,
+        verbs=CREATE_ONLY,
+        stored=False,
     ),
 ]
 _OTHER = [
@@ -180,6 +260,8 @@ def _trainer(info: TrainerKind) -> ResourceType:
 RESOURCE_TYPES: tuple[ResourceType, ...] = (
     *_CORE,
     *_OTHER,
+    *_RBAC,
+    *_REVIEWS,
     *(_training(i) for i in ALL_KINDS),
     *(_trainer(i) for i in ALL_TRAINER_KINDS),
 )
@@ -196,6 +278,12 @@ PODS = BY_KEY["core/pods"]
 EVENTS = BY_KEY["core/events"]
 PVCS = BY_KEY["core/persistentvolumeclaims"]
 CRDS = BY_KEY["apiextensions.k8s.io/customresourcedefinitions"]
+SERVICE_ACCOUNTS = BY_KEY["core/serviceaccounts"]
+ROLES = BY_KEY[f"{_RBAC_GROUP}/roles"]
+CLUSTER_ROLES = BY_KEY[f"{_RBAC_GROUP}/clusterroles"]
+ROLE_BINDINGS = BY_KEY[f"{_RBAC_GROUP}/rolebindings"]
+CLUSTER_ROLE_BINDINGS = BY_KEY[f"{_RBAC_GROUP}/clusterrolebindings"]
+RBAC_TYPES = (ROLES, CLUSTER_ROLES, ROLE_BINDINGS, CLUSTER_ROLE_BINDINGS)
 # Namespaces that exist on a fresh control plane, as on a cluster with the Training Operator.
 INITIAL_NAMESPACES = ("default", "kube-system", "kubeflow")
 

@@ -1,5 +1,6 @@
 """``InferenceServiceTrigger``: waits in the triggerer for a deploy's rollout (the deferrable half of
-``InferenceServiceOperator``), watching the InferenceService through ``kubernetes_asyncio``.
+``InferenceServiceOperator``), watching the InferenceService through the triggerer's shared watch
+of InferenceServices in its namespace (``client/informer.py``).
 
 Event payload: ``{"status": "ready" | "failed" | "timeout" | "deleted", "name", "namespace", "uid",
 "url", "revision", "reason", "message"}``. On a user's kill (mark failed / success / clear, Airflow
@@ -132,22 +133,22 @@ class InferenceServiceTrigger(BaseTrigger):
         from airflow_provider_training.client.inferenceservice import KIND, rollout_state
 
         remaining = None if self.timeout is None else max(0.0, self.timeout - (time.time() - self.started))
-        async with self.hook().get_client(poll_interval=self.poll_interval) as client:
-            try:
-                obj = await client.wait(
-                    KIND,
-                    self.name,
-                    self.namespace,
-                    uid=self.uid,
-                    timeout=remaining,
-                    until=lambda o: rollout_state(o, self.generation).finished,
-                )
-            except WaitTimeout as exc:
-                event = self._event("timeout", exc.last)
-            except JobDeleted as exc:
-                event = self._event("deleted", None, message=str(exc))
-            else:
-                event = self._event("ready" if rollout_state(obj, self.generation).ready else "failed", obj)
+        try:  # through the triggerer's shared watch of InferenceServices in the namespace
+            obj = await self.hook().wait(
+                KIND,
+                self.name,
+                self.namespace,
+                uid=self.uid,
+                timeout=remaining,
+                until=lambda o: rollout_state(o, self.generation).finished,
+                poll_interval=self.poll_interval,
+            )
+        except WaitTimeout as exc:
+            event = self._event("timeout", exc.last)
+        except JobDeleted as exc:
+            event = self._event("deleted", None, message=str(exc))
+        else:
+            event = self._event("ready" if rollout_state(obj, self.generation).ready else "failed", obj)
         await settle.settle(self.not_before)
         yield event
 

@@ -1,9 +1,11 @@
 """``TrainingJobTrigger``: watches one job from the triggerer until it finishes, then fires once.
 
 Connection details come resolved from the worker (``connection_extras``), so a triggerer without
-the worker's environment reaches the same cluster. The watch survives API disconnects and 410s
-(:class:`AsyncTrainingJobClient`). ``deadline`` is wall-clock, so a trigger that moves to another
-triggerer keeps the job-level timeout of the first deferral.
+the worker's environment reaches the same cluster. The triggers of one triggerer share one watch
+per cluster, namespace and kind (``client/informer.py``, through ``AsyncTrainingHook.wait``): a
+thousand deferred tasks are one watch connection, not a thousand; it survives API disconnects and
+410s. ``deadline`` is wall-clock, so a trigger that moves to another triggerer keeps the job-level
+timeout of the first deferral.
 
 The module imports nothing heavy: the triggerer imports it on its event loop, so the clients
 (``kubernetes_asyncio``, the hooks) are imported inside :meth:`run` in a worker thread
@@ -123,10 +125,15 @@ class TrainingJobTrigger(BaseTrigger):
         ref = self.ref
         timeout = None if self.deadline is None else max(0.0, self.deadline - time.time())
         try:
-            async with self.hook().get_client(
-                watch_timeout=self.watch_timeout, poll_interval=self.poll_interval
-            ) as jobs:
-                job = await jobs.wait(ref.kind, ref.name, ref.namespace, uid=ref.uid, timeout=timeout)
+            job = await self.hook().wait(
+                ref.kind,
+                ref.name,
+                ref.namespace,
+                uid=ref.uid,
+                timeout=timeout,
+                watch_timeout=self.watch_timeout,
+                poll_interval=self.poll_interval,
+            )
         except WaitTimeout as exc:
             event = self._event("timeout", str(exc), exc.last)
         except JobDeleted as exc:

@@ -26,9 +26,10 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from airflow_provider_training.client import AsyncTrainingJobClient
 from airflow_provider_training.client.errors import ApiError, BadRequest
+from airflow_provider_training.client.selection import pod_selector, selects
 from airflow_provider_training.client.state import job_state, replica_of_job
 from airflow_provider_training.ui import metrics, modelkit, task, views, watches
-from airflow_provider_training.ui.cluster import ClusterUnavailable, open_client
+from airflow_provider_training.ui.cluster import ClusterUnavailable, hook, open_client
 
 STATIC = Path(__file__).parent / "static"
 WATCH_SECONDS = 240.0  # one renewal per watch every 4 minutes while a job is idle
@@ -172,26 +173,23 @@ class _State:
         self.job: dict[str, Any] | None = None
         self.pods: dict[str, dict[str, Any]] = {}
         self.events: dict[str, dict[str, Any]] = {}
+        self.selector = pod_selector(ref.kind, ref.name)
 
     def apply(self, source: str, kind: str, obj: dict[str, Any]) -> None:
         meta = obj.get("metadata") or {}
         if source == "job":
             if kind == "DELETED":
                 self.job = None
-            elif kind != "RESET" and (not self.ref.uid or meta.get("uid") == self.ref.uid):
+            elif not self.ref.uid or meta.get("uid") == self.ref.uid:
                 obj.setdefault("kind", self.ref.kind)
                 self.job = obj
         elif source == "pod":
-            if kind == "RESET":
-                self.pods.clear()
-            elif kind == "DELETED":
+            if kind == "DELETED":
                 self.pods.pop(str(meta.get("name")), None)
-            elif replica_of_job(obj, self.ref.kind, self.ref.uid):  # as client.pods() decides it
+            elif self._mine(obj):
                 self.pods[str(meta.get("name"))] = obj
         elif source == "event":
-            if kind == "RESET":
-                self.events.clear()
-            elif kind == "DELETED":
+            if kind == "DELETED":
                 self.events.pop(str(meta.get("uid") or meta.get("name")), None)
             else:
                 self.events[str(meta.get("uid") or meta.get("name"))] = obj
@@ -199,6 +197,12 @@ class _State:
                     oldest = sorted(self.events, key=lambda k: views.event_view(self.events[k])["last"])
                     for key in oldest[: len(self.events) - 2 * MAX_EVENTS]:
                         del self.events[key]
+
+    def _mine(self, pod: dict[str, Any]) -> bool:
+        """A pod of the namespace's shared watch is a replica of this job as ``client.pods()`` decides
+        it: its label selector, then the owner."""
+        labels = (pod.get("metadata") or {}).get("labels") or {}
+        return selects(self.selector, labels) and replica_of_job(pod, self.ref.kind, self.ref.uid)
 
     def snapshot(self) -> dict[str, Any]:
         names = set(self.pods)
@@ -229,36 +233,41 @@ class _State:
 
 
 async def _job_stream(ref: task.JobRef, request: Request) -> AsyncIterator[str]:
+    """The job's snapshots from the process's shared watches (``watches.job_watches``); while the
+    tab is open it holds no connection of its own."""
     try:
-        async with open_client(ref.conn_id, watch_timeout=WATCH_SECONDS) as client:
-            state = _State(ref)
+        state = _State(ref)
+        async with open_client(ref.conn_id) as client:
             state.job = await _job(client, ref)
-            loop = asyncio.get_running_loop()
-            async with watches.job_watches(client, ref.kind, ref.name, ref.namespace, WATCH_SECONDS) as queue:
-                while True:
+        loop = asyncio.get_running_loop()
+        async with watches.job_watches(hook(ref.conn_id), ref.kind, ref.name, ref.namespace, WATCH_SECONDS) as feed:
+            while True:
+                try:
+                    state.apply(*await asyncio.wait_for(feed.get(), HEARTBEAT_SECONDS))
+                except asyncio.TimeoutError:
+                    yield ": ping\n\n"
+                    continue
+                deadline = loop.time() + COALESCE_SECONDS  # a burst of writes is one update
+                while (left := deadline - loop.time()) > 0:
                     try:
-                        state.apply(*await asyncio.wait_for(queue.get(), HEARTBEAT_SECONDS))
+                        state.apply(*await asyncio.wait_for(feed.get(), left))
                     except asyncio.TimeoutError:
-                        yield ": ping\n\n"
-                        continue
-                    deadline = loop.time() + COALESCE_SECONDS  # a burst of writes is one update
-                    while (left := deadline - loop.time()) > 0:
-                        try:
-                            state.apply(*await asyncio.wait_for(queue.get(), left))
-                        except asyncio.TimeoutError:
-                            break
-                    if state.settled():
-                        # The last word comes from fresh lists, not from watches that may still be
-                        # delivering their initial objects.
-                        final = await _snapshot(client, ref)
-                        yield _sse("snapshot", final)
-                        yield _sse("end", {"phase": final["job"]["phase"]})
-                        return
-                    yield _sse("snapshot", state.snapshot())
+                        break
+                if state.settled():
+                    break
+                yield _sse("snapshot", state.snapshot())
+        # The last word comes from fresh lists, not from watches that may still be delivering
+        # their initial objects.
+        async with open_client(ref.conn_id) as client:
+            final = await _snapshot(client, ref)
+        yield _sse("snapshot", final)
+        yield _sse("end", {"phase": final["job"]["phase"]})
     except HTTPException as exc:
         yield _sse("failure", {"detail": exc.detail, "status": exc.status_code})
     except ClusterUnavailable as exc:
         yield _sse("failure", {"detail": str(exc), "status": 503})
+    except ApiException as exc:  # a shared watch ended with an answer retrying will not change (403 …)
+        yield _sse("failure", {"detail": _cluster_error(exc), "status": 502})
 
 
 def _look_up_job_now(key: task.TaskKey) -> task.JobRef | dict[str, Any]:
@@ -383,7 +392,9 @@ async def _log_stream(ref: task.JobRef, pod: str, tail: int) -> AsyncIterator[st
         async with open_client(ref.conn_id, watch_timeout=WATCH_SECONDS) as client:
             found = await _owned_pod(client, ref, pod)
             container = views.replica_view(found, ref.kind)["container"]
-            follow = watches.follow_log(client, ref.namespace, pod, container, tail=tail, seconds=WATCH_SECONDS)
+            follow = watches.follow_log(
+                hook(ref.conn_id), client, ref.namespace, pod, container, tail=tail, seconds=WATCH_SECONDS
+            )
             try:
                 async for event, data in follow:
                     yield _sse(event, {"line": data, "time": time.time()} if event == "line" else {"value": data})
@@ -395,6 +406,8 @@ async def _log_stream(ref: task.JobRef, pod: str, tail: int) -> AsyncIterator[st
         yield _sse("failure", {"detail": exc.detail, "status": exc.status_code})
     except ClusterUnavailable as exc:
         yield _sse("failure", {"detail": str(exc), "status": 503})
+    except ApiException as exc:  # the pod's shared watch ended with an answer retrying will not change
+        yield _sse("failure", {"detail": _cluster_error(exc), "status": 502})
 
 
 @app.get(TI + "/job/logs/{pod}/follow", dependencies=[CanRead])

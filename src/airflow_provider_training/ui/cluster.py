@@ -13,13 +13,18 @@ from collections.abc import AsyncIterator
 from airflow_provider_training.client import AsyncTrainingJobClient
 from airflow_provider_training.hooks.training import AsyncTrainingHook, ClusterUnavailable
 
-__all__ = ["ClusterUnavailable", "open_client"]
+__all__ = ["ClusterUnavailable", "hook", "open_client"]
+
+
+def hook(conn_id: str | None) -> AsyncTrainingHook:
+    """The hook of the task's cluster: a ``kubernetes`` connection, or (``None``) the running
+    embedded control plane (:class:`ClusterUnavailable` when it does not run). Its ``subscribe``
+    shares the API server process's watches (``client/informer.py``) among the open tabs."""
+    return AsyncTrainingHook(kubernetes_conn_id=conn_id, lookup_only=True)
 
 
 @contextlib.asynccontextmanager
 async def open_client(conn_id: str | None, *, watch_timeout: float = 240.0) -> AsyncIterator[AsyncTrainingJobClient]:
-    """A client for the task's cluster: a ``kubernetes`` connection, or (``None``) the running
-    embedded control plane (:class:`ClusterUnavailable` when it does not run)."""
-    hook = AsyncTrainingHook(kubernetes_conn_id=conn_id, lookup_only=True)
-    async with hook.get_client(watch_timeout=watch_timeout) as client:
+    """A client for the task's cluster (see :func:`hook`)."""
+    async with hook(conn_id).get_client(watch_timeout=watch_timeout) as client:
         yield client

@@ -1,143 +1,77 @@
-"""Long-running reads for the page: watches of the job, its pods and events, and a replica's log
-followed across container restarts.
+"""Long-running reads for the page: the job, its pods and the namespace's events through the API
+server process's shared watches (``client/informer.py``), and a replica's log followed across
+container restarts.
 
-Every request here is a watch or a follow, not a poll: an open tab that shows an idle job costs
-one request per watch every ``watch_timeout`` seconds. Each generator closes its responses in
-``finally``, so a browser that goes away (Starlette cancels the stream) leaves no open watch behind.
+Every open tab subscribes to the same three informers of its job's cluster and namespace (the job's
+kind, pods, events) instead of opening watches of its own, so ten tabs on jobs of one namespace are
+three watch connections, renewed every ``watch_timeout`` seconds while nothing changes; the
+watching rules (resume, 410, back-off) are the client's. Leaving a subscription's block
+unsubscribes (Starlette cancels the stream when the browser goes away); the last subscriber's
+leaving closes the watch after the informer's linger.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
-import aiohttp
-from kubernetes_asyncio.client.exceptions import ApiException
-
-from airflow_provider_training.client import AsyncTrainingJobClient, resource_for
-from airflow_provider_training.client.errors import BadRequest, NotFound, api_error, translate
-from airflow_provider_training.client.selection import pod_selector
+from airflow_provider_training.client import AsyncTrainingJobClient
+from airflow_provider_training.client.informer import ERROR, Subscription
 from airflow_provider_training.client.state import container_started
-from airflow_provider_training.client.watching import Cursor, Gone, parse_event
+from airflow_provider_training.hooks.training import AsyncTrainingHook
 
 Event = tuple[str, str, dict[str, Any]]  # (source, type, object)
 TERMINAL = ("Succeeded", "Failed")
 
 
-def _timeout(seconds: float) -> aiohttp.ClientTimeout:
-    return aiohttp.ClientTimeout(total=None, connect=10.0, sock_read=seconds + 30.0)
+class Feed:
+    """The changes of several subscriptions in one queue, each tagged with its source."""
 
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[Event] = asyncio.Queue()
+        self.subscriptions: list[Subscription] = []
 
-async def watch(
-    source: str,
-    call: Callable[..., Awaitable[Any]],
-    queue: asyncio.Queue[Event],
-    seconds: float,
-    **kwargs: Any,
-) -> None:
-    """Put every event of a watch into ``queue`` (tagged ``source``) until cancelled; renew it when
-    the server ends it; after 410 start over (the server resends the objects as ADDED)."""
-    cursor = Cursor("")
-    backoff = 0.5
-    while True:
-        try:
-            response = await call(
-                watch=True,
-                allow_watch_bookmarks=True,
-                resource_version=cursor.resource_version,
-                timeout_seconds=max(1, int(seconds)),
-                _preload_content=False,
-                _request_timeout=_timeout(seconds),
-                **kwargs,
-            )
-            try:
-                if response.status != 200:
-                    raise api_error(response.status, (await response.text())[:300])  # a 410 is Gone: start over
-                while line := await response.content.readline():
-                    event = parse_event(line, cursor)
-                    if event is not None:
-                        await queue.put((source, event[0], event[1]))
-                        backoff = 0.5
-            finally:
-                response.close()
-        except Gone:
-            cursor.resource_version = ""
-            await queue.put((source, "RESET", {}))
-        except (ApiException, aiohttp.ClientError, OSError, asyncio.TimeoutError, ValueError):
-            await asyncio.sleep(backoff)
-            backoff = min(backoff * 2, 10.0)
+    def into(self, source: str) -> Any:
+        return lambda type_, obj: self.queue.put_nowait((source, type_, obj))
+
+    async def get(self) -> Event:
+        """The next change; raises a shared watch's error (403, an unreachable cluster) once it ended."""
+        event = await self.queue.get()
+        if event[1] == ERROR:
+            for subscription in self.subscriptions:
+                subscription.check()
+        return event
 
 
 @contextlib.asynccontextmanager
 async def job_watches(
-    client: AsyncTrainingJobClient, kind: str, name: str, namespace: str, seconds: float
-) -> AsyncIterator[asyncio.Queue[Event]]:
-    """A queue fed by three watches: the job, its pods and the namespace's events."""
-    res = resource_for(kind)
-    queue: asyncio.Queue[Event] = asyncio.Queue()
-    tasks = [
-        asyncio.create_task(
-            watch(
-                "job",
-                client.custom.list_namespaced_custom_object,
-                queue,
-                seconds,
-                group=res.group,
-                version=res.version,
-                namespace=namespace,
-                plural=res.plural,
-                field_selector=f"metadata.name={name}",
+    hook: AsyncTrainingHook, kind: str, name: str, namespace: str, seconds: float
+) -> AsyncIterator[Feed]:
+    """The changes of the job (by name), of every pod and every event of its namespace — the caller
+    picks the job's own — starting with what the shared watches hold now, as ``ADDED``."""
+    feed = Feed()
+    async with contextlib.AsyncExitStack() as stack:
+        for source, watched, only in (("job", kind, name), ("pod", "Pod", None), ("event", "Event", None)):
+            subscription = hook.subscribe(
+                watched, namespace, name=only, deliver=feed.into(source), watch_timeout=seconds
             )
-        ),
-        asyncio.create_task(
-            watch(
-                "pod",
-                client.core.list_namespaced_pod,
-                queue,
-                seconds,
-                namespace=namespace,
-                label_selector=pod_selector(kind, name),
-            )
-        ),
-        asyncio.create_task(watch("event", client.core.list_namespaced_event, queue, seconds, namespace=namespace)),
-    ]
-    try:
-        yield queue
-    finally:
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+            feed.subscriptions.append(await stack.enter_async_context(subscription))
+        yield feed
 
 
 async def _pod_changes(
-    client: AsyncTrainingJobClient, namespace: str, pod: str, seconds: float
+    hook: AsyncTrainingHook, namespace: str, pod: str, seconds: float
 ) -> AsyncGenerator[dict[str, Any], None]:
-    queue: asyncio.Queue[Event] = asyncio.Queue()
-    task = asyncio.create_task(
-        watch(
-            "pod",
-            client.core.list_namespaced_pod,
-            queue,
-            seconds,
-            namespace=namespace,
-            field_selector=f"metadata.name={pod}",
-        )
-    )
-    try:
+    """Each version of the pod (the current one first) until it is deleted."""
+    async with hook.subscribe("Pod", namespace, name=pod, watch_timeout=seconds) as subscription:
         while True:
-            _, kind, obj = await queue.get()
+            kind, obj = await subscription.get()
             if kind in ("ADDED", "MODIFIED"):
                 yield obj
             elif kind == "DELETED":
                 return
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await task
 
 
 def _running(pod: dict[str, Any], container: str | None) -> bool:
@@ -151,20 +85,8 @@ def _terminal(pod: dict[str, Any]) -> bool:
     return (pod.get("status") or {}).get("phase") in TERMINAL
 
 
-async def _read_pod(client: AsyncTrainingJobClient, namespace: str, pod: str) -> dict[str, Any] | None:
-    try:
-        with translate():
-            response: Any = await client.core.read_namespaced_pod(pod, namespace, _preload_content=False)
-    except NotFound:
-        return None
-    if response.status == 404:
-        response.close()
-        return None
-    found: dict[str, Any] = await response.json()
-    return found
-
-
 async def follow_log(
+    hook: AsyncTrainingHook,
     client: AsyncTrainingJobClient,
     namespace: str,
     pod: str,
@@ -178,7 +100,7 @@ async def follow_log(
     follows from its first line), and ``("end", phase)`` once the pod has finished or is gone. Found
     already restarted, the last ``tail`` lines of the container before come first, then the restart."""
     followed = -1
-    changes = _pod_changes(client, namespace, pod, seconds)
+    changes = _pod_changes(hook, namespace, pod, seconds)
     current: dict[str, Any] | None = None
     resume = False
     try:
@@ -194,7 +116,9 @@ async def follow_log(
                 if followed < 0 and restarts > 0:
                     # Opened after a restart (or the crash was over before a running status was
                     # written): the last lines of the container before, so the reason shows.
-                    async for line in _stream(client, namespace, pod, container, tail, seconds, previous=True):
+                    async for line in client.log_lines(
+                        pod, namespace, container=container, tail_lines=tail, previous=True
+                    ):
                         yield ("line", line)
                     yield ("restart", str(restarts))
                 elif followed >= 0 and restarts > followed:
@@ -202,10 +126,10 @@ async def follow_log(
                 # A new container's log from its first line; a dropped stream resumes with new lines only.
                 lines = tail if followed < 0 else (0 if restarts == followed else None)
                 resume = False
-                async for line in _stream(client, namespace, pod, container, lines, seconds):
+                async for line in client.log_lines(pod, namespace, container=container, tail_lines=lines, follow=True):
                     yield ("line", line)
                 followed = restarts
-                current = await _read_pod(client, namespace, pod)
+                current = await client.find_pod(pod, namespace)
                 if current is None:
                     yield ("end", "Deleted")
                     return
@@ -223,38 +147,3 @@ async def follow_log(
             current = None
     finally:
         await changes.aclose()
-
-
-async def _stream(
-    client: AsyncTrainingJobClient,
-    namespace: str,
-    pod: str,
-    container: str | None,
-    tail: int | None,
-    seconds: float,
-    *,
-    previous: bool = False,
-) -> AsyncIterator[str]:
-    kwargs: dict[str, Any] = {"previous": True} if previous else {"follow": True}
-    if container:
-        kwargs["container"] = container
-    if tail is not None:
-        kwargs["tail_lines"] = tail
-    try:
-        with translate():
-            response: Any = await client.core.read_namespaced_pod_log(
-                pod,
-                namespace,
-                _preload_content=False,
-                _request_timeout=aiohttp.ClientTimeout(total=None, connect=10.0),
-                **kwargs,
-            )
-    except (BadRequest, NotFound):  # not started yet, or gone: the pod watch decides what next
-        return
-    try:
-        if response.status != 200:
-            return
-        while raw := await response.content.readline():
-            yield raw.decode("utf-8", "replace").rstrip("\n")
-    finally:
-        response.close()

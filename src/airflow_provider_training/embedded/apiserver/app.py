@@ -1,9 +1,9 @@
-"""The FastAPI application: health endpoints, bearer-token check, and one dispatcher that routes
-Kubernetes REST paths (discovery, OpenAPI, resources and their subresources) to the handlers."""
+"""The FastAPI application: health endpoints, then for every other request one authentication and
+authorization check (``authz.check``), and one dispatcher that routes Kubernetes REST paths
+(discovery, OpenAPI, resources and their subresources, the review kinds, TokenRequest) to the handlers."""
 
 from __future__ import annotations
 
-import hmac
 import logging
 import sqlite3
 from typing import Any
@@ -13,11 +13,21 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.websockets import WebSocket
 
-from airflow_provider_training.embedded.apiserver import crud, discovery, errors, operatorpod, podtokens
+from airflow_provider_training.embedded.apiserver import (
+    authz,
+    crud,
+    discovery,
+    errors,
+    metrics,
+    operatorpod,
+    reviews,
+    tokens,
+)
 from airflow_provider_training.embedded.apiserver import exec as exec_
 from airflow_provider_training.embedded.apiserver.apply import server_side_apply
 from airflow_provider_training.embedded.apiserver.context import ServerContext
 from airflow_provider_training.embedded.apiserver.http import (
+    Target,
     error_response,
     flag,
     json_response,
@@ -32,12 +42,6 @@ from airflow_provider_training.embedded.store import StoreDamagedError, StoreFul
 log = logging.getLogger(__name__)
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 HEALTH = ("/healthz", "/livez", "/readyz")
-
-
-def _authorized(request: Request, token: str) -> bool:
-    header = request.headers.get("authorization", "")
-    scheme, _, presented = header.partition(" ")
-    return scheme.lower() == "bearer" and hmac.compare_digest(presented.strip().encode(), token.encode())
 
 
 def _discovery(request: Request, path: str) -> Any:
@@ -69,30 +73,62 @@ def _openapi(path: str) -> Response | None:
     return None
 
 
+# How kube-apiserver's metrics name each verb (``metrics.py``).
+KUBE_VERBS = {"create": "POST", "update": "PUT", "deletecollection": "DELETECOLLECTION"}
+
+
 async def _resource(request: Request, ctx: ServerContext, path: str) -> Response:
+    """Answer a request about a resource, counted in ``/metrics`` (a watch counts itself: it is
+    open long after this returns)."""
     target = parse_target(path)
+    verb = _verb(request, target)
+    key = metrics.labels(KUBE_VERBS.get(verb, verb), target)
+    try:
+        response = await _answer(request, ctx, target, verb)
+    except errors.ApiError as exc:
+        ctx.metrics.answered(key, exc.code)
+        raise
+    if verb != "watch" or response.status_code != 200:
+        ctx.metrics.answered(key, response.status_code)
+    return response
+
+
+def _verb(request: Request, target: Target) -> str:
+    method = request.method
+    if target.name is None and method == "GET":
+        return "watch" if flag(request.query_params.get("watch")) else "list"
+    if target.name is None and method == "DELETE":
+        return "deletecollection"
+    if method == "PATCH" and request.headers.get("content-type", "").startswith(APPLY_PATCH):
+        return "apply"
+    return {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}[method]
+
+
+async def _answer(request: Request, ctx: ServerContext, target: Target, verb: str) -> Response:
     rt, method = target.rt, request.method
-    verb = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}[method]
     if target.name is None:
-        if method == "GET":
-            verb = "watch" if flag(request.query_params.get("watch")) else "list"
-        elif method == "DELETE":
-            verb = "deletecollection"
-        elif method != "POST":
+        if method not in ("GET", "DELETE", "POST"):
             raise errors.method_not_allowed()
+    elif target.subresource == "token" and method == "POST":
+        return await tokens.create_token(request, ctx, target)
     elif method == "POST" or (target.subresource and method == "DELETE"):
         raise errors.method_not_allowed()
+    if not rt.stored:  # the review kinds: created (answered), nothing else
+        if verb != "create":
+            raise errors.method_not_allowed()
+        return await reviews.create(request, ctx, target)
     if target.subresource == "log":
         if method != "GET":
             raise errors.method_not_allowed()
         return operatorpod.logs(request, ctx, target.namespace, target.name) or await logs(request, ctx, target)
-    if verb not in rt.verbs and not (target.subresource == "status" and verb in ("get", "update", "patch")):
+    checked = "patch" if verb == "apply" else verb
+    if checked not in rt.verbs and not (target.subresource == "status" and checked in ("get", "update", "patch")):
         raise errors.method_not_allowed(
             f"{rt.qualified_name} is read-only on the embedded control plane"
             if rt.read_only
             else "the server does not allow this method on the requested resource"
         )
-    if verb == "patch" and request.headers.get("content-type", "").startswith(APPLY_PATCH):
+    if verb == "apply":
         return await server_side_apply(request, ctx, target)
     handler = {
         "watch": watch,
@@ -117,11 +153,22 @@ def create_app(ctx: ServerContext) -> FastAPI:
     async def health() -> PlainTextResponse:
         return PlainTextResponse("ok")
 
+    @app.get("/metrics")
+    async def request_metrics(request: Request) -> Response:
+        """kube-apiserver's request counters (``metrics.py``), for whoever may ``get`` the non-resource
+        URL ``/metrics`` (``system:monitoring``, ``cluster-admin``; a pod's account only when bound)."""
+        try:
+            authz.check(ctx, "GET", "metrics", request.headers, request.query_params)
+        except errors.ApiError as exc:
+            return error_response(exc)
+        return PlainTextResponse(ctx.metrics.text(), media_type="text/plain; version=0.0.4; charset=utf-8")
+
     @app.websocket("/api/v1/namespaces/{namespace}/pods/{name}/exec")
     async def pod_exec(websocket: WebSocket, namespace: str, name: str) -> None:
         try:
-            if not _authorized(websocket, ctx.token):  # type: ignore[arg-type]
-                podtokens.check(ctx, websocket.headers.get("authorization", ""))
+            websocket.state.user = authz.check(
+                ctx, "GET", websocket.url.path, websocket.headers, websocket.query_params
+            )
         except errors.ApiError as exc:
             await exec_.deny(websocket, error_response(exc))
             return
@@ -130,8 +177,8 @@ def create_app(ctx: ServerContext) -> FastAPI:
     @app.api_route("/{path:path}", methods=METHODS)
     async def dispatch(request: Request, path: str) -> Response:
         try:
-            if not _authorized(request, ctx.token):
-                podtokens.check(ctx, request.headers.get("authorization", ""))  # a pod's own token, or 401
+            # who asks, and may they: the one authorization check of a request (401 / 403 otherwise)
+            request.state.user = authz.check(ctx, request.method, path, request.headers, request.query_params)
             if request.method == "GET":
                 if (body := _discovery(request, path)) is not None:
                     return json_response(body)

@@ -25,6 +25,7 @@ CONFIG_KEY = r"[-._a-zA-Z0-9]+"
 MAX_ANNOTATIONS_BYTES = 256 * 1024
 MAX_CONFIG_BYTES = 1024 * 1024  # a ConfigMap's or Secret's data, together
 POD_RESTART_POLICIES = ("Always", "OnFailure", "Never")
+RBAC_GROUP = "rbac.authorization.k8s.io"
 
 _SUBDOMAIN_MESSAGE = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and "
@@ -61,6 +62,15 @@ def _dns_name(path: str, value: Any, limit: int, pattern: str, message: str) -> 
     return []
 
 
+def path_segment_name(path: str, name: Any) -> Issues:
+    """``path.IsValidPathSegmentName``: the name rule of RBAC objects (``system:basic-user`` is fine)."""
+    if not isinstance(name, str) or not name:
+        return [(path, "Required value: name or generateName is required")] if path == "metadata.name" else []
+    if name in (".", ".."):
+        return [(path, f"Invalid value: {_q(name)}: may not be '{name}'")]
+    return [(path, f"Invalid value: {_q(name)}: may not contain '{c}'") for c in ("/", "%") if c in name]
+
+
 def qualified_name(path: str, key: str) -> Issues:
     prefix, _, name = key.rpartition("/")
     issues: Issues = []
@@ -83,6 +93,8 @@ def metadata(rt: ResourceType, meta: dict[str, Any]) -> Issues:
     name = meta.get("name")
     if rt.key in ("core/namespaces", "core/services"):
         issues += dns_label("metadata.name", name)
+    elif rt.group == RBAC_GROUP:
+        issues += path_segment_name("metadata.name", name)
     else:
         issues += subdomain("metadata.name", name)
     issues += metadata_labels(meta)

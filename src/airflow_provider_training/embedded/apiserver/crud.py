@@ -18,7 +18,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from airflow_provider_training.embedded import jsoncodec, volumes
+from airflow_provider_training.embedded import jsoncodec, serviceaccount, volumes
 from airflow_provider_training.embedded.apiserver import (
     batchjobs,
     builtin,
@@ -27,6 +27,7 @@ from airflow_provider_training.embedded.apiserver import (
     limits,
     managed,
     offload,
+    rbacadmission,
     structure,
 )
 from airflow_provider_training.embedded.apiserver.admission import admit_training_job, field_validation_mode
@@ -87,7 +88,8 @@ def _check_type(rt: ResourceType, obj: Any) -> dict[str, Any]:
 
 
 def _check_name(rt: ResourceType, name: str) -> None:
-    issues = builtin.subdomain("metadata.name", name)
+    check = builtin.path_segment_name if rt.group == builtin.RBAC_GROUP else builtin.subdomain
+    issues = check("metadata.name", name)
     if issues:
         raise errors.invalid(rt, name, issues)
 
@@ -151,8 +153,8 @@ def _served_crds() -> list[dict[str, Any]]:
     return items
 
 
-def _prepare_new(ctx: ServerContext, rt: ResourceType, obj: dict[str, Any]) -> None:
-    """Server-set fields of a new object."""
+def _prepare_new(ctx: ServerContext, rt: ResourceType, obj: dict[str, Any], automount: bool = True) -> None:
+    """Server-set fields of a new object (``automount``: a pod's service-account token is mounted)."""
     if rt.has_status:
         obj.pop("status", None)
     if rt is PODS:
@@ -162,7 +164,7 @@ def _prepare_new(ctx: ServerContext, rt: ResourceType, obj: dict[str, Any]) -> N
     elif rt is PVCS:
         volumes.bind(ctx.home, obj)
     _fold_string_data(rt, obj)
-    canonical_form(rt, obj, new=True)
+    canonical_form(rt, obj, new=True, automount=automount)
 
 
 def _fold_string_data(rt: ResourceType, obj: dict[str, Any]) -> None:
@@ -209,7 +211,8 @@ def create_object(
         meta["name"] = prefix + "".join(secrets.choice(_GENERATE_ALPHABET) for _ in range(5))
     _check_name(rt, meta["name"])
     builtin.validate(rt, obj)
-    _prepare_new(ctx, rt, obj)
+    automount = rbacadmission.admit(request, ctx, rt, obj, None)
+    _prepare_new(ctx, rt, obj, automount)
     warnings: list[str] = list(decode_warnings)
     if rt.training_job is not None:
         mode = field_validation_mode(request.query_params.get("fieldValidation"))
@@ -237,6 +240,8 @@ def create_object(
         raise errors.already_exists(rt, meta["name"]) from None
     if rt is PODS:
         volumes.ensure_claims(ctx.store, ctx.home, created)
+    elif rt is NAMESPACES:  # at once, so a pod created right after the namespace finds its account
+        serviceaccount.ensure_default(ctx.store, meta["name"])
     return _single(request, rt, created, 201, warnings)
 
 
@@ -399,6 +404,8 @@ def _finish_update(
             validate_pod_update(rt, new, old)
         if request.headers.get("content-type", "").split(";")[0].strip() != APPLY_PATCH:
             managed.record_update(old, new, _manager(request), rt.api_version)
+    if target.subresource != "status":
+        rbacadmission.admit(request, ctx, rt, new, old)
     builtin.validate(rt, new)
     if _dry_run(request):
         return _single(request, rt, new, 200, warnings)
@@ -645,6 +652,9 @@ async def ensure_initial_namespaces(ctx: ServerContext, names: tuple[str, ...]) 
             namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
             canonical_form(NAMESPACES, namespace, new=True)
             ctx.store.create(NAMESPACES.key, {**namespace, "status": {"phase": "Active"}})
+    # every namespace has its default account, those of a store from before accounts existed too
+    for item in ctx.store.list(NAMESPACES.key).items:
+        serviceaccount.ensure_default(ctx.store, item["metadata"]["name"])
 
 
 __all__ = ["create", "delete", "delete_collection", "get", "list_", "patch", "replace"]

@@ -12,11 +12,11 @@ from airflow_provider_training.embedded.resources import ResourceType
 from airflow_provider_training.specs.quantity import QUANTITY_ERROR
 
 
-def canonical_form(rt: ResourceType, obj: dict[str, Any], *, new: bool) -> None:
+def canonical_form(rt: ResourceType, obj: dict[str, Any], *, new: bool, automount: bool = True) -> None:
     if rt.group not in ("", "batch"):
         return  # custom resources keep what the user wrote
     problems: canonical.Problems = []
-    canonical.canonicalize(rt.key, obj, problems, new=new)
+    canonical.canonicalize(rt.key, obj, problems, new=new, automount=automount)
     if problems:
         field, value = problems[0]
         raise bad_request(

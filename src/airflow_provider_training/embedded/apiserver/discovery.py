@@ -17,6 +17,7 @@ from typing import Any
 
 from airflow_provider_training.embedded.resources import GROUP_VERSIONS, ResourceType, resources_in
 from airflow_provider_training.specs.crds import openapi_schema
+from airflow_provider_training.specs.resources import SUBRESOURCE_VERBS
 from airflow_provider_training.specs.trainer.crds import openapi_schema as trainer_openapi_schema
 
 KUBERNETES_VERSION = {"major": "1", "minor": "36", "gitVersion": "v1.36.0+airflow-training"}
@@ -85,16 +86,16 @@ def api_resource_list(group: str, version: str) -> dict[str, Any] | None:
     for rt in types:
         resources.append(_resource_entry(rt))
         for sub in rt.subresources:
-            verbs = ["get"] if sub == "log" else ["get", "patch", "update"]
-            resources.append(
-                {
-                    "name": f"{rt.plural}/{sub}",
-                    "singularName": "",
-                    "namespaced": rt.namespaced,
-                    "kind": rt.kind,
-                    "verbs": verbs,
-                }
-            )
+            entry = {
+                "name": f"{rt.plural}/{sub}",
+                "singularName": "",
+                "namespaced": rt.namespaced,
+                "kind": rt.kind,
+                "verbs": list(SUBRESOURCE_VERBS.get(sub, ("get", "patch", "update"))),
+            }
+            if sub == "token":  # what kube-apiserver lists: the subresource's own kind and group
+                entry.update(group="authentication.k8s.io", version="v1", kind="TokenRequest")
+            resources.append(entry)
     return {
         "kind": "APIResourceList",
         "apiVersion": "v1",
@@ -155,6 +156,14 @@ def openapi_v3_document(group: str, version: str) -> dict[str, Any] | None:
         scope = [_param("namespace", "path")] if rt.namespaced else []
         item_params = [*scope, _param("name", "path")]
         collection: dict[str, Any] = {"get": _operation(rt, "list", scope)}
+        if not rt.stored:  # the review kinds: POST only
+            paths[base] = {"post": _operation(rt, "post", scope + write_params, ("application/json",))}
+            schemas[_schema_name(rt)] = {
+                "type": "object",
+                "x-kubernetes-preserve-unknown-fields": True,
+                "x-kubernetes-group-version-kind": [{"group": rt.group, "version": rt.version, "kind": rt.kind}],
+            }
+            continue
         item: dict[str, Any] = {"get": _operation(rt, "get", item_params)}
         if not rt.read_only:
             patch_types = ("application/json-patch+json", "application/merge-patch+json")

@@ -9,7 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from airflow_provider_training.embedded import jsoncodec
-from airflow_provider_training.embedded.apiserver import limits, protobuf
+from airflow_provider_training.embedded.apiserver import limits, offload, protobuf
 from airflow_provider_training.embedded.apiserver.errors import (
     ApiError,
     bad_request,
@@ -68,6 +68,12 @@ async def read_raw(request: Request, limit: int) -> bytes:
             raise too_large(limit)
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+async def read_body(request: Request, limit: int) -> Any:
+    """:func:`read_raw` on the loop, then :func:`decode_body` on a worker thread."""
+    raw = await read_raw(request, limit)
+    return await offload.run(decode_body, request, raw)
 
 
 def decode_body(request: Request, raw: bytes) -> Any:

@@ -90,6 +90,127 @@ _MESSAGES: dict[str, list[tuple[int, str, str, bool]]] = {
     "Service": [(1, "metadata", "ObjectMeta", False), (2, "spec", "ServiceSpec", False)],
     "NamespaceSpec": [(1, "finalizers", _STRING, True)],
     "Namespace": [(1, "metadata", "ObjectMeta", False), (2, "spec", "NamespaceSpec", False)],
+    # core/v1 ServiceAccount (kubectl create serviceaccount)
+    "ObjectReference": [
+        (1, "kind", _STRING, False),
+        (2, "namespace", _STRING, False),
+        (3, "name", _STRING, False),
+        (4, "uid", _STRING, False),
+        (5, "apiVersion", _STRING, False),
+        (6, "resourceVersion", _STRING, False),
+        (7, "fieldPath", _STRING, False),
+    ],
+    "LocalObjectReference": [(1, "name", _STRING, False)],
+    "ServiceAccount": [
+        (1, "metadata", "ObjectMeta", False),
+        (2, "secrets", "ObjectReference", True),
+        (3, "imagePullSecrets", "LocalObjectReference", True),
+        (4, "automountServiceAccountToken", _BOOL, False),
+    ],
+    # rbac.authorization.k8s.io/v1 (kubectl create role / clusterrole / rolebinding / clusterrolebinding)
+    "LabelSelectorRequirement": [
+        (1, "key", _STRING, False),
+        (2, "operator", _STRING, False),
+        (3, "values", _STRING, True),
+    ],
+    "LabelSelector": [
+        (1, "matchLabels", "map:string", False),
+        (2, "matchExpressions", "LabelSelectorRequirement", True),
+    ],
+    "PolicyRule": [
+        (1, "verbs", _STRING, True),
+        (2, "apiGroups", _STRING, True),
+        (3, "resources", _STRING, True),
+        (4, "resourceNames", _STRING, True),
+        (5, "nonResourceURLs", _STRING, True),
+    ],
+    "AggregationRule": [(1, "clusterRoleSelectors", "LabelSelector", True)],
+    "Role": [(1, "metadata", "ObjectMeta", False), (2, "rules", "PolicyRule", True)],
+    "ClusterRole": [
+        (1, "metadata", "ObjectMeta", False),
+        (2, "rules", "PolicyRule", True),
+        (3, "aggregationRule", "AggregationRule", False),
+    ],
+    "Subject": [
+        (1, "kind", _STRING, False),
+        (2, "apiGroup", _STRING, False),
+        (3, "name", _STRING, False),
+        (4, "namespace", _STRING, False),
+    ],
+    "RoleRef": [(1, "apiGroup", _STRING, False), (2, "kind", _STRING, False), (3, "name", _STRING, False)],
+    "RoleBinding": [
+        (1, "metadata", "ObjectMeta", False),
+        (2, "subjects", "Subject", True),
+        (3, "roleRef", "RoleRef", False),
+    ],
+    "ClusterRoleBinding": [
+        (1, "metadata", "ObjectMeta", False),
+        (2, "subjects", "Subject", True),
+        (3, "roleRef", "RoleRef", False),
+    ],
+    # authorization.k8s.io/v1 (kubectl auth can-i [--list])
+    "FieldSelectorRequirement": [
+        (1, "key", _STRING, False),
+        (2, "operator", _STRING, False),
+        (3, "values", _STRING, True),
+    ],
+    "FieldSelectorAttributes": [
+        (1, "rawSelector", _STRING, False),
+        (2, "requirements", "FieldSelectorRequirement", True),
+    ],
+    "LabelSelectorAttributes": [
+        (1, "rawSelector", _STRING, False),
+        (2, "requirements", "LabelSelectorRequirement", True),
+    ],
+    "ResourceAttributes": [
+        (1, "namespace", _STRING, False),
+        (2, "verb", _STRING, False),
+        (3, "group", _STRING, False),
+        (4, "version", _STRING, False),
+        (5, "resource", _STRING, False),
+        (6, "subresource", _STRING, False),
+        (7, "name", _STRING, False),
+        (8, "fieldSelector", "FieldSelectorAttributes", False),
+        (9, "labelSelector", "LabelSelectorAttributes", False),
+    ],
+    "NonResourceAttributes": [(1, "path", _STRING, False), (2, "verb", _STRING, False)],
+    "ExtraValue": [(1, "items", _STRING, True)],
+    "SelfSubjectAccessReviewSpec": [
+        (1, "resourceAttributes", "ResourceAttributes", False),
+        (2, "nonResourceAttributes", "NonResourceAttributes", False),
+    ],
+    "SubjectAccessReviewSpec": [
+        (1, "resourceAttributes", "ResourceAttributes", False),
+        (2, "nonResourceAttributes", "NonResourceAttributes", False),
+        (3, "user", _STRING, False),
+        (4, "groups", _STRING, True),
+        (5, "extra", "map:ExtraValue", False),
+        (6, "uid", _STRING, False),
+    ],
+    "SelfSubjectAccessReview": [
+        (1, "metadata", "ObjectMeta", False),
+        (2, "spec", "SelfSubjectAccessReviewSpec", False),
+    ],
+    "SubjectAccessReview": [(1, "metadata", "ObjectMeta", False), (2, "spec", "SubjectAccessReviewSpec", False)],
+    "LocalSubjectAccessReview": [(1, "metadata", "ObjectMeta", False), (2, "spec", "SubjectAccessReviewSpec", False)],
+    "SelfSubjectRulesReviewSpec": [(1, "namespace", _STRING, False)],
+    "SelfSubjectRulesReview": [(1, "metadata", "ObjectMeta", False), (2, "spec", "SelfSubjectRulesReviewSpec", False)],
+    # authentication.k8s.io/v1 (kubectl auth whoami, kubectl create token)
+    "SelfSubjectReview": [(1, "metadata", "ObjectMeta", False)],
+    "BoundObjectReference": [
+        (1, "kind", _STRING, False),
+        (2, "apiVersion", _STRING, False),
+        (3, "name", _STRING, False),
+        (4, "uid", _STRING, False),
+    ],
+    "TokenRequestSpec": [
+        (1, "audiences", _STRING, True),
+        (3, "boundObjectRef", "BoundObjectReference", False),
+        (4, "expirationSeconds", _INT64, False),
+    ],
+    "TokenRequest": [(1, "metadata", "ObjectMeta", False), (2, "spec", "TokenRequestSpec", False)],
+    "TokenReviewSpec": [(1, "token", _STRING, False), (2, "audiences", _STRING, True)],
+    "TokenReview": [(1, "metadata", "ObjectMeta", False), (2, "spec", "TokenReviewSpec", False)],
 }
 _SCALARS = {
     _STRING: descriptor_pb2.FieldDescriptorProto.TYPE_STRING,
@@ -97,9 +218,22 @@ _SCALARS = {
     _INT64: descriptor_pb2.FieldDescriptorProto.TYPE_INT64,
     _BOOL: descriptor_pb2.FieldDescriptorProto.TYPE_BOOL,
 }
-DECODABLE = ("Secret", "ConfigMap", "Namespace", "Service")
-_POINTER_BOOLS = ("immutable",)  # *bool in Go: written only when set, so false is meant
-_USER_MAPS = ("data", "stringData", "binaryData", "labels", "annotations")  # their empty values are data
+# apiVersion -> the kinds of it that kubectl's typed commands send and this server decodes
+DECODABLE = {
+    "v1": ("Secret", "ConfigMap", "Namespace", "Service", "ServiceAccount"),
+    "rbac.authorization.k8s.io/v1": ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"),
+    "authorization.k8s.io/v1": (
+        "SelfSubjectAccessReview",
+        "SubjectAccessReview",
+        "LocalSubjectAccessReview",
+        "SelfSubjectRulesReview",
+    ),
+    "authentication.k8s.io/v1": ("SelfSubjectReview", "TokenRequest", "TokenReview"),
+}
+# *bool in Go: written only when set, so false is meant
+_POINTER_BOOLS = ("immutable", "automountServiceAccountToken")
+# their empty values are data
+_USER_MAPS = ("data", "stringData", "binaryData", "labels", "annotations", "matchLabels", "extra")
 
 
 class ProtobufError(ValueError):
@@ -152,10 +286,11 @@ def decode(raw: bytes) -> dict[str, Any]:
     except message.DecodeError as exc:
         raise ProtobufError(f"the protobuf envelope cannot be decoded: {exc}") from None
     kind, api_version = envelope.typeMeta.kind, envelope.typeMeta.apiVersion
-    if kind not in DECODABLE or api_version != "v1":
+    if kind not in DECODABLE.get(api_version, ()):
         raise ProtobufError(
             f"{kind or 'this object'} ({api_version}) sent as protobuf is not decoded by the embedded control plane "
-            "(only Secret, ConfigMap, Namespace and Service are): send it as JSON or YAML, e.g. "
+            "(only what kubectl's typed commands send: Secret, ConfigMap, Namespace, Service, ServiceAccount, the "
+            "RBAC kinds, access reviews, TokenRequest): send it as JSON or YAML, e.g. "
             "kubectl create … --dry-run=client -o yaml | kubectl apply -f -"
         )
     try:
@@ -165,8 +300,9 @@ def decode(raw: bytes) -> dict[str, Any]:
     bad = _invalid_utf8(obj, "")
     if bad:
         # upb hands proto2 strings that are not UTF-8 back as bytes; JSON (and the store) cannot hold them
+        version = api_version.rpartition("/")[2]
         raise ProtobufError(
-            f'{kind} in version "v1" cannot be handled as a {kind}: proto: field {bad} contains invalid UTF-8; '
+            f'{kind} in version "{version}" cannot be handled as a {kind}: proto: field {bad} contains invalid UTF-8; '
             "send text as UTF-8 (binary values belong in a Secret's data or a ConfigMap's binaryData)"
         )
     out: dict[str, Any] = _omit_empty(json_format.MessageToDict(obj, preserving_proto_field_name=True))
@@ -182,8 +318,11 @@ def decode(raw: bytes) -> dict[str, Any]:
             string = int(target.get("type", 0)) == 1
             port["targetPort"] = target.get("strVal", "") if string else int(target.get("intVal", 0))
     spec = out.get("spec") or {}
-    if "healthCheckNodePort" in spec:
-        spec["healthCheckNodePort"] = int(spec["healthCheckNodePort"])
+    for field in ("healthCheckNodePort", "expirationSeconds"):
+        if field in spec:
+            spec[field] = int(spec[field])
+    if isinstance(spec.get("extra"), dict):  # ExtraValue is a list of strings in JSON
+        spec["extra"] = {k: list((v or {}).get("items") or []) for k, v in spec["extra"].items()}
     return {"kind": kind, "apiVersion": api_version, **out}
 
 

@@ -31,6 +31,11 @@ MODELS = {
     "core/secrets": "V1Secret",
     "core/persistentvolumeclaims": "V1PersistentVolumeClaim",
     "batch/jobs": "V1Job",
+    "core/serviceaccounts": "V1ServiceAccount",
+    "rbac.authorization.k8s.io/roles": "V1Role",
+    "rbac.authorization.k8s.io/clusterroles": "V1ClusterRole",
+    "rbac.authorization.k8s.io/rolebindings": "V1RoleBinding",
+    "rbac.authorization.k8s.io/clusterrolebindings": "V1ClusterRoleBinding",
 }
 # resource.Quantity fields are strings in the client's models, but the API server also takes numbers.
 QUANTITY_FIELDS = frozenset(

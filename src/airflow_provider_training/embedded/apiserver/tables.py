@@ -82,8 +82,15 @@ def json_path(obj: Any, path: str) -> list[Any]:
     return values
 
 
+def _d(obj: Any, key: str) -> dict[str, Any]:
+    """``obj[key]`` when it is an object, else {}: a stored field may be null (or anything, written
+    around the API), and one such object must not fail the list it is in."""
+    value = obj.get(key) if isinstance(obj, dict) else None
+    return value if isinstance(value, dict) else {}
+
+
 def _meta(obj: dict[str, Any], key: str) -> Any:
-    return obj.get("metadata", {}).get(key)
+    return _d(obj, "metadata").get(key)
 
 
 def _name(obj: dict[str, Any]) -> Any:
@@ -103,7 +110,7 @@ AGE_COLUMN = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTime
 def _pod_status(pod: dict[str, Any]) -> str:
     if _meta(pod, "deletionTimestamp"):
         return "Terminating"
-    status = pod.get("status", {})
+    status = _d(pod, "status")
     reason = status.get("reason") or status.get("phase") or "Pending"
     for cs in status.get("containerStatuses") or []:
         state = cs.get("state") or {}
@@ -118,22 +125,22 @@ def _pod_status(pod: dict[str, Any]) -> str:
 
 
 def _pod_ready(pod: dict[str, Any]) -> str:
-    containers = pod.get("spec", {}).get("containers") or []
-    ready = sum(1 for cs in pod.get("status", {}).get("containerStatuses") or [] if cs.get("ready"))
+    containers = _d(pod, "spec").get("containers") or []
+    ready = sum(1 for cs in _d(pod, "status").get("containerStatuses") or [] if cs.get("ready"))
     return f"{ready}/{len(containers)}"
 
 
 def _pod_restarts(pod: dict[str, Any]) -> int:
-    return sum(int(cs.get("restartCount", 0)) for cs in pod.get("status", {}).get("containerStatuses") or [])
+    return sum(int(cs.get("restartCount", 0)) for cs in _d(pod, "status").get("containerStatuses") or [])
 
 
 def _ports(svc: dict[str, Any]) -> str:
-    ports = svc.get("spec", {}).get("ports") or []
+    ports = _d(svc, "spec").get("ports") or []
     return ",".join(f"{p.get('port')}/{p.get('protocol', 'TCP')}" for p in ports) or "<none>"
 
 
 def _job_status(job: dict[str, Any]) -> str:
-    for cond in job.get("status", {}).get("conditions") or []:
+    for cond in _d(job, "status").get("conditions") or []:
         if cond.get("status") == "True" and cond.get("type") in ("Complete", "Failed", "Suspended"):
             return str(cond["type"])
     return "Running"
@@ -146,20 +153,20 @@ _BUILTIN: dict[str, list[Column]] = {
         ("Status", "string", 0, _pod_status),
         ("Restarts", "string", 0, _pod_restarts),
         AGE,
-        ("IP", "string", 1, lambda p: p.get("status", {}).get("podIP") or "<none>"),
-        ("Node", "string", 1, lambda p: p.get("spec", {}).get("nodeName") or "<none>"),
+        ("IP", "string", 1, lambda p: _d(p, "status").get("podIP") or "<none>"),
+        ("Node", "string", 1, lambda p: _d(p, "spec").get("nodeName") or "<none>"),
         ("Nominated Node", "string", 1, lambda p: "<none>"),
         ("Readiness Gates", "string", 1, lambda p: "<none>"),
     ],
     "core/namespaces": [
         NAME,
-        ("Status", "string", 0, lambda o: o.get("status", {}).get("phase", "Active")),
+        ("Status", "string", 0, lambda o: _d(o, "status").get("phase", "Active")),
         AGE,
     ],
     "core/services": [
         NAME,
-        ("Type", "string", 0, lambda s: s.get("spec", {}).get("type", "ClusterIP")),
-        ("Cluster-IP", "string", 0, lambda s: s.get("spec", {}).get("clusterIP") or "None"),
+        ("Type", "string", 0, lambda s: _d(s, "spec").get("type", "ClusterIP")),
+        ("Cluster-IP", "string", 0, lambda s: _d(s, "spec").get("clusterIP") or "None"),
         ("External-IP", "string", 0, lambda s: "<none>"),
         ("Port(s)", "string", 0, _ports),
         AGE,
@@ -178,7 +185,7 @@ _BUILTIN: dict[str, list[Column]] = {
             "string",
             0,
             lambda e: (
-                f"{e.get('involvedObject', {}).get('kind', '').lower()}/{e.get('involvedObject', {}).get('name', '')}"
+                f"{str(_d(e, 'involvedObject').get('kind', '')).lower()}/{_d(e, 'involvedObject').get('name', '')}"
             ),
         ),
         ("Message", "string", 0, lambda e: e.get("message", "")),
@@ -196,19 +203,19 @@ _BUILTIN: dict[str, list[Column]] = {
     ],
     "core/persistentvolumeclaims": [
         NAME,
-        ("Status", "string", 0, lambda c: c.get("status", {}).get("phase", "Pending")),
-        ("Volume", "string", 0, lambda c: c.get("spec", {}).get("volumeName", "")),
-        ("Capacity", "string", 0, lambda c: c.get("status", {}).get("capacity", {}).get("storage", "")),
+        ("Status", "string", 0, lambda c: _d(c, "status").get("phase", "Pending")),
+        ("Volume", "string", 0, lambda c: _d(c, "spec").get("volumeName", "")),
+        ("Capacity", "string", 0, lambda c: _d(_d(c, "status"), "capacity").get("storage", "")),
         (
             "Access Modes",
             "string",
             0,
             lambda c: ",".join(
                 {"ReadWriteOnce": "RWO", "ReadOnlyMany": "ROX", "ReadWriteMany": "RWX"}.get(m, m)
-                for m in c.get("status", {}).get("accessModes") or []
+                for m in _d(c, "status").get("accessModes") or []
             ),
         ),
-        ("StorageClass", "string", 0, lambda c: c.get("spec", {}).get("storageClassName", "")),
+        ("StorageClass", "string", 0, lambda c: _d(c, "spec").get("storageClassName", "")),
         AGE,
     ],
     "batch/jobs": [
@@ -218,7 +225,7 @@ _BUILTIN: dict[str, list[Column]] = {
             "Completions",
             "string",
             0,
-            lambda j: f"{j.get('status', {}).get('succeeded', 0)}/{j.get('spec', {}).get('completions', 1)}",
+            lambda j: f"{_d(j, 'status').get('succeeded', 0)}/{_d(j, 'spec').get('completions', 1)}",
         ),
         AGE,
     ],
@@ -226,7 +233,44 @@ _BUILTIN: dict[str, list[Column]] = {
         NAME,
         ("Created At", "date", 0, lambda c: _meta(c, "creationTimestamp")),
     ],
+    "core/serviceaccounts": [
+        NAME,
+        ("Secrets", "string", 0, lambda a: len(a["secrets"]) if isinstance(a.get("secrets"), list) else 0),
+        AGE,
+    ],
+    "rbac.authorization.k8s.io/roles": [NAME, ("Created At", "string", 0, lambda r: _meta(r, "creationTimestamp"))],
+    "rbac.authorization.k8s.io/clusterroles": [
+        NAME,
+        ("Created At", "string", 0, lambda r: _meta(r, "creationTimestamp")),
+    ],
+    "rbac.authorization.k8s.io/rolebindings": [
+        NAME,
+        (
+            "Role",
+            "string",
+            0,
+            lambda b: f"{_d(b, 'roleRef').get('kind')}/{_d(b, 'roleRef').get('name')}",
+        ),
+        AGE,
+        ("Users", "string", 1, lambda b: _subjects(b, "User")),
+        ("Groups", "string", 1, lambda b: _subjects(b, "Group")),
+        ("ServiceAccounts", "string", 1, lambda b: _subjects(b, "ServiceAccount")),
+    ],
 }
+# (kubectl's printers show the same columns for ClusterRoleBindings)
+_BUILTIN["rbac.authorization.k8s.io/clusterrolebindings"] = _BUILTIN["rbac.authorization.k8s.io/rolebindings"]
+
+
+def _subjects(binding: dict[str, Any], kind: str) -> str:
+    """``printRoleBinding``'s USERS / GROUPS / SERVICEACCOUNTS cells (``SubjectsStrings``: an
+    account as ``namespace/name``, or its name when the subject names no namespace)."""
+    found = []
+    subjects = binding.get("subjects")
+    for s in subjects if isinstance(subjects, list) else []:
+        if isinstance(s, dict) and s.get("kind") == kind:
+            namespace = s.get("namespace") if kind == "ServiceAccount" else ""
+            found.append(f"{namespace}/{s.get('name')}" if namespace else str(s.get("name")))
+    return ", ".join(found)
 
 
 def columns_for(rt: ResourceType) -> list[Column]:
@@ -271,7 +315,7 @@ def to_table(
             embedded = {
                 "kind": "PartialObjectMetadata",
                 "apiVersion": "meta.k8s.io/v1",
-                "metadata": item.get("metadata", {}),
+                "metadata": _d(item, "metadata"),
             }
         row: dict[str, Any] = {"cells": [fn(item) for _, _, _, fn in columns]}
         if embedded is not None:

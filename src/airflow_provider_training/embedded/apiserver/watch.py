@@ -16,7 +16,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from airflow_provider_training.embedded.apiserver import errors, limits, offload
+from airflow_provider_training.embedded.apiserver import errors, limits, metrics, offload
 from airflow_provider_training.embedded.apiserver.context import ServerContext
 from airflow_provider_training.embedded.apiserver.crud import list_objects
 from airflow_provider_training.embedded.apiserver.http import Target, dumps, flag
@@ -93,6 +93,7 @@ async def watch(request: Request, ctx: ServerContext, target: Target) -> Respons
         backlog, last_rv = await offload.run(read_backlog)  # (a backlog of large objects is work)
     except GoneError as exc:
         unsubscribe()
+        ctx.metrics.answered(metrics.labels("WATCH", target), 410)
         status = errors.gone(
             f"{exc}: the resourceVersion is older than the event history; list again and "
             "watch from the list's resourceVersion"
@@ -102,8 +103,11 @@ async def watch(request: Request, ctx: ServerContext, target: Target) -> Respons
         unsubscribe()
         raise
 
+    key = metrics.labels("WATCH", target)
+
     async def stream() -> AsyncIterator[bytes]:
         nonlocal last_rv
+        ctx.metrics.opened(key)  # here, not before: a stream that never starts never ends either
         try:
             for pending in backlog:
                 yield pending
@@ -139,6 +143,7 @@ async def watch(request: Request, ctx: ServerContext, target: Target) -> Respons
                     yield b"".join(burst)
         finally:
             unsubscribe()
+            ctx.metrics.closed(key)
 
     return StreamingResponse(stream(), media_type="application/json")
 

@@ -29,7 +29,7 @@ from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from airflow_provider_training.embedded import canonical, runtime
+from airflow_provider_training.embedded import canonical, runtime, serviceaccount
 from airflow_provider_training.embedded.controllers.refs import owner_references
 from airflow_provider_training.embedded.events import record_events
 from airflow_provider_training.embedded.resources import BY_KEY, PODS
@@ -408,7 +408,7 @@ class Sync:
             "metadata": meta,
             "spec": copy.deepcopy(template.get("spec") or {}),
         }
-        canonical.pod(pod)  # the API server's defaults and canonical quantities
+        canonical.pod(pod, automount=serviceaccount.automounts(self.store, pod))  # (as the API server stores it)
         return pod
 
     async def delete_pods(self, pods: list[dict[str, Any]]) -> list[dict[str, Any]]:

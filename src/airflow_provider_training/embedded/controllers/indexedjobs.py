@@ -21,7 +21,7 @@ import secrets
 import time
 from typing import Any
 
-from airflow_provider_training.embedded import canonical, runtime, volumes
+from airflow_provider_training.embedded import canonical, runtime, serviceaccount, volumes
 from airflow_provider_training.embedded.controllers.batchjobs import (
     COMPLETE,
     COMPLETED_MESSAGE,
@@ -237,7 +237,7 @@ class IndexedSync(Sync):
             ],
         }
         pod = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
-        canonical.pod(pod)
+        canonical.pod(pod, automount=serviceaccount.automounts(self.store, pod))
         self.rename(pod)
         return pod
 

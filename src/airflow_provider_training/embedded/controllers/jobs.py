@@ -21,7 +21,7 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
-from airflow_provider_training.embedded import canonical, runtime
+from airflow_provider_training.embedded import canonical, runtime, serviceaccount
 from airflow_provider_training.embedded.controllers.refs import owner_references
 from airflow_provider_training.embedded.events import filtered, record_events
 from airflow_provider_training.embedded.network import LocalAddressing, shared_network
@@ -45,6 +45,7 @@ from airflow_provider_training.frameworks.base import (
     CreateService,
     DeletePod,
     DeleteService,
+    EnsureObject,
     FrameworkPlugin,
     PodAction,
 )
@@ -259,8 +260,23 @@ class Pass:
                 self.create(SERVICES, dict(service), "SuccessfulCreateService", f"Created service: {name}")
         elif isinstance(action, DeleteService):
             self.delete(SERVICES, action.name, "SuccessfulDeleteService", f"Deleted service: {action.name}")
+        elif isinstance(action, EnsureObject):
+            self.ensure(dict(action.body), action.update)
         else:
             self.apply_config_map(dict(action.config_map))
+
+    def ensure(self, body: dict[str, Any], update: tuple[str, ...]) -> None:
+        """Create ``body`` unless its name is taken; bring ``update`` fields of one this job controls to it."""
+        rt = BY_KIND[body["kind"]]
+        current = self.store.get(rt.key, self.job.namespace, body["metadata"]["name"])
+        if current is None:
+            self.create(rt, body, None, "")
+            return
+        uid = self.job.metadata.uid
+        controlled = any(r.get("uid") == uid for r in current["metadata"].get("ownerReferences") or [])
+        if controlled and any(current.get(f) != body.get(f) for f in update):
+            current.update({f: body.get(f) for f in update})
+            self.store.update(rt.key, current, check_rv=False)
 
     def apply_config_map(self, config: dict[str, Any]) -> None:
         current = self.store.get(CONFIGMAPS.key, self.job.namespace, config["metadata"]["name"])
@@ -284,7 +300,8 @@ class Pass:
     def create(self, rt: ResourceType, obj: dict[str, Any], reason: str | None, message: str) -> None:
         """Queue ``obj`` for ``create_pending``: a pass writes what its plan creates in one transaction."""
         if rt is PODS:
-            canonical.pod(obj)  # the API server's defaults and canonical quantities
+            # the API server's defaults and canonical quantities; the token as the pod's account says
+            canonical.pod(obj, automount=serviceaccount.automounts(self.store, obj))
         self.pending.append((rt, obj, reason, message))
 
     def create_pending(self) -> None:

@@ -45,6 +45,7 @@ from airflow_provider_training.embedded.events import new_event, record_event, r
 from airflow_provider_training.embedded.network import LOCALHOST, Network, shared_network
 from airflow_provider_training.embedded.node import isolation, lifecycle, podexec, podspec, podstatus, rundir
 from airflow_provider_training.embedded.node.capacity import Capacity
+from airflow_provider_training.embedded.node.execbroker import ExecBroker
 from airflow_provider_training.embedded.node.runtime import Runtime
 from airflow_provider_training.embedded.resources import BY_KEY, EVENTS, PODS
 from airflow_provider_training.embedded.runtime import (
@@ -63,6 +64,11 @@ CONFIGMAPS = BY_KEY["core/configmaps"]
 SECRETS = BY_KEY["core/secrets"]
 COMPONENT = "kubelet"
 RESYNC_INTERVAL = 1.0
+NO_SANDBOX = (
+    "this host cannot give pods a mount view of their own (no Linux mount namespaces here), so a pod's "
+    "processes can read the control plane's data directory (its admin token, the service-account "
+    "signing key, the store) and other pods' files; run only pods you trust (docs/embedded.md)"
+)
 UNSCHEDULABLE_RETRY = 5.0  # besides the retry each time a pod gives back what it held
 SIBLINGS_PER_YIELD = 100
 
@@ -153,6 +159,7 @@ class NodeAgent:
         self.work: WorkQueue[Key] = WorkQueue()
         self.own_writes = OwnWrites()
         self.window = report_window()
+        self.broker = ExecBroker(Path())  # (its node directory is known once the agent runs)
 
     @property
     def sources(self) -> tuple[For | Watches, ...]:
@@ -178,10 +185,16 @@ class NodeAgent:
         # published again by the pods found running below (a pod gone while the daemon was down is not)
         for published in rundir.runtime_dir(self.node_dir, "endpoints").iterdir():
             published.unlink(missing_ok=True)
+        # what no pod's view shows, but for the node's kit / kubectl shims KitOps images run
+        self.sandbox = isolation.Sandbox(rundir.hidden(self.node_dir), (str(self.node_dir / "bin"),))
         self.supervisors = lifecycle.Supervisors(
-            self.node_dir, (serviceaccount.MOUNT_PATH,) if self.isolation == isolation.NAMESPACE else ()
+            self.node_dir,
+            (serviceaccount.MOUNT_PATH,) if self.isolation == isolation.NAMESPACE else (),
+            self.sandbox,
         )
         self.supervisors.warm()
+        self.broker.node_dir = self.node_dir
+        self.broker.serve()  # MPI launchers' exec into their workers (their views hide the node)
         transport = await self._listen()
         log.info(
             "node agent: mounts by %s, %d GPU(s), pod addresses %s",
@@ -189,12 +202,15 @@ class NodeAgent:
             len(self.capacity.gpus),
             "127.1.x.y" if self.network.routable else "127.0.0.1 (shared)",
         )
+        if self.isolation != isolation.NAMESPACE:
+            log.warning("node agent: %s", NO_SANDBOX)
         self._adopt()
         tick = asyncio.create_task(self._tick())
         try:
             await controller_runtime.run(self, ctx, self.work, on_event=self._on_event, own_writes=self.own_writes)
         finally:
             tick.cancel()
+            self.broker.close()
             self.supervisors.stop_zygote()
             if transport is not None:
                 asyncio.get_running_loop().remove_reader(transport.fileno())
@@ -330,7 +346,9 @@ class NodeAgent:
     def _refresh_volumes(self, kind: str, event: WatchEvent) -> None:
         """A ConfigMap / Secret changed: running pods that show it as a volume see the new files (MPI's
         ``discover_hosts.sh`` when the worker set changes, for one)."""
-        context = podspec.Context(self.store, self.ctx.home, self.runtime, self.node_dir, self.isolation, "")
+        context = podspec.Context(
+            self.store, self.ctx.home, self.runtime, self.node_dir, self.isolation, "", self.sandbox
+        )
         for tracked in list(self.tracked.values()):
             if tracked.done or tracked.deleting or tracked.namespace != event.namespace:
                 continue
@@ -509,7 +527,9 @@ class NodeAgent:
         directory = self.node_dir / "pods" / uid
         directory.mkdir(parents=True, exist_ok=True)
         pod_ip = self.network.pod_address(namespace, name)
-        context = podspec.Context(self.store, self.ctx.home, self.runtime, self.node_dir, self.isolation, pod_ip)
+        context = podspec.Context(
+            self.store, self.ctx.home, self.runtime, self.node_dir, self.isolation, pod_ip, self.sandbox
+        )
         try:
             spec = podspec.build(context, pod, directory, gpu_ids, bool(self.capacity.gpus))
         except podspec.PodConfigError as exc:
@@ -519,7 +539,12 @@ class NodeAgent:
         self._unwait(uid)
         self.reported.pop(uid, None)
         self.retry.pop(uid, None)
-        spec.update(logs=str(self.ctx.home.logs), notify=str(self.socket_path), backoff=self.backoff)
+        spec.update(
+            home=str(self.ctx.home.root),
+            logs=str(self.ctx.home.logs),
+            notify=str(self.socket_path),
+            backoff=self.backoff,
+        )
         if self.isolation == isolation.LINKS:
             for container in spec["initContainers"] + spec["containers"]:
                 problems = isolation.link([isolation.Mount.from_dict(m) for m in container["mounts"]])
@@ -530,6 +555,7 @@ class NodeAgent:
         process = self.supervisors.spawn(directory)
         tracked = Tracked(uid, namespace, name, directory, process)
         tracked.address = pod_ip
+        self._warn_unsandboxed(pod, spec)
         tracked.binding = self._binding(pod, pod_ip, now_timestamp())
         tracked.unwritten_since = tracked.started
         self._track(tracked)
@@ -537,6 +563,18 @@ class NodeAgent:
         # report window has passed without one (the pod's reconcile comes back then).
         self.work.add_after(tracked.key, self.window)
         return True
+
+    def _warn_unsandboxed(self, pod: dict[str, Any], spec: dict[str, Any]) -> None:
+        """One Warning event per pod for what of it this node does not enforce."""
+        if spec.get("warnings"):
+            self._event(
+                pod,
+                "Warning",
+                "SecurityContextNotEnforced",
+                "not enforced by the embedded node: " + "; ".join(dict.fromkeys(spec["warnings"])),
+            )
+        if self.isolation != isolation.NAMESPACE:
+            self._event(pod, "Warning", "NoSandbox", NO_SANDBOX)
 
     @staticmethod
     def _binding(pod: dict[str, Any], pod_ip: str, now: str) -> dict[str, Any]:

@@ -14,6 +14,7 @@ Settings (daemon environment):
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -40,7 +41,20 @@ def detect_gpus() -> list[str]:
         ).stdout
     except (OSError, subprocess.SubprocessError):
         return []
-    return [line.strip() for line in out.splitlines() if line.strip()]
+    gpus = [line.strip() for line in out.splitlines() if line.strip()]
+    if gpus:
+        _make_uvm_device()
+    return gpus
+
+
+def _make_uvm_device() -> None:
+    """CUDA's first use on a machine makes ``/dev/nvidia-uvm`` through the setuid
+    ``nvidia-modprobe``; a pod cannot (no ``MKNOD``: ``privileges``), so the node makes it first, as
+    the NVIDIA container toolkit does on the host. Pods' views show the host's ``/dev`` as it is."""
+    if os.path.exists("/dev/nvidia-uvm") or shutil.which("nvidia-modprobe") is None:
+        return
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        subprocess.run(["nvidia-modprobe", "-u", "-c=0"], capture_output=True, timeout=10, check=False)
 
 
 def _cpu_memory(pod: dict[str, Any]) -> tuple[Decimal, Decimal]:

@@ -5,6 +5,7 @@ by empty package stubs before anything is imported.
     python -I -S entry.py run  <pod-dir>                        # the pod's supervisor
     python -I -S entry.py zygote [--spares N ...]               # forks supervisors (pod dirs on stdin)
     python -I -S entry.py exec <pod-dir> <container> -- ARGV    # run ARGV "inside" a running pod
+    python -I -S entry.py remote-exec SOCKET exec POD -- ARGV   # the same, asked of the node agent
     python -I -S entry.py probe                                 # which mount mechanism works here
 """
 
@@ -46,6 +47,10 @@ def main(argv: list[str]) -> int:
         from airflow_provider_training.embedded.node import podexec
 
         return podexec.main(argv[1:])
+    if command == "remote-exec":
+        from airflow_provider_training.embedded.node import execclient
+
+        return execclient.main(argv[1:])
     if command == "probe":
         from airflow_provider_training.embedded.node import isolation
 

@@ -104,7 +104,18 @@ class ProjectionError(Exception):
     pass
 
 
-def write_projected(store: Store, home: Home, pod: dict[str, Any], volume: dict[str, Any], directory: Path) -> None:
+def write_projected(
+    store: Store,
+    home: Home,
+    pod: dict[str, Any],
+    volume: dict[str, Any],
+    directory: Path,
+    fs_user: int | None = None,
+    fs_group: int | None = None,
+) -> None:
+    """Write the projected volume's files. As the kubelet's: the token is ``defaultMode`` unless the
+    pod has an fsGroup or one runAsUser for all its containers (``fs_user``): then 0600, owned by
+    that user (the fsGroup's read access is added with the rest of the volume's ownership)."""
     spec = volume.get("projected") or {}
     default_mode = int(spec.get("defaultMode", 0o644))
     namespace = pod["metadata"]["namespace"]
@@ -112,7 +123,13 @@ def write_projected(store: Store, home: Home, pod: dict[str, Any], volume: dict[
     for source in spec.get("sources") or []:
         if "serviceAccountToken" in source:
             token = source["serviceAccountToken"]
-            _write(directory, token.get("path", "token"), serviceaccount.mint(home.root, pod).encode(), default_mode)
+            path = token.get("path", "token")
+            mode = 0o600 if fs_user is not None or fs_group is not None else default_mode
+            account = store.get(serviceaccount.ACCOUNTS_KEY, namespace, serviceaccount.account_of(pod))
+            uid = str((account or {}).get("metadata", {}).get("uid", ""))
+            _write(directory, path, serviceaccount.mint(home.root, pod, uid).encode(), mode)
+            if fs_user is not None and os.geteuid() == 0:
+                os.chown(directory / path, fs_user, -1, follow_symlinks=False)
         elif "configMap" in source or "secret" in source:
             kind = "configmap" if "configMap" in source else "secret"
             ref = source.get("configMap") or source.get("secret") or {}

@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from airflow_provider_training.embedded.node import orphans
+from airflow_provider_training.embedded.node import isolation, orphans
 
 log = logging.getLogger(__name__)
 ENTRY = Path(__file__).with_name("entry.py")
@@ -98,9 +98,12 @@ def spare_count() -> int:
 class Supervisors:
     """Starts supervisors: through one zygote (a fork server) when it works, else one process each."""
 
-    def __init__(self, node_dir: Path, premount: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, node_dir: Path, premount: tuple[str, ...] = (), sandbox: isolation.Sandbox | None = None
+    ) -> None:
         """``premount``: with namespace isolation, the mount paths (nearly) every pod has, which
-        spare supervisors make ready in their views ahead of their pods (see ``zygote``)."""
+        spare supervisors make ready in their views ahead of their pods (see ``zygote``), with
+        ``sandbox``'s masks."""
         self.node_dir = node_dir
         self.use_zygote = os.environ.get("AIRFLOW_TRAINING_ZYGOTE", "1") != "0"
         self.zygote: subprocess.Popen[bytes] | None = None
@@ -111,6 +114,7 @@ class Supervisors:
             self.options += ["--view-root", str(view_root)]
             for path in premount:
                 self.options += ["--premount", path]
+            self.options += (sandbox or isolation.Sandbox()).argv()
 
     def spawn(self, directory: Path) -> subprocess.Popen[bytes] | None:
         """Fork the pod's supervisor from the zygote (None), or start it directly (its Popen)."""

@@ -85,14 +85,21 @@ def connected(root: int, addresses: set[str], port: int) -> bool:
     return bool(wanted) and bool(wanted & _sockets(proctree.members(root) | {root}))
 
 
-def run(command: list[str], env: dict[str, str], pod: str, register: Callable[[int], object] | None = None) -> int:
-    """Run the daemon as a child, watched as the module says; its exit code (128+N for signal N)."""
+def run(
+    command: list[str],
+    env: dict[str, str],
+    pod: str,
+    register: Callable[[int], object] | None = None,
+    in_child: Callable[[], None] | None = None,
+) -> int:
+    """Run the daemon as a child (``in_child`` run in it before it executes: the container's user),
+    watched as the module says; its exit code (128+N for signal N)."""
     addresses, port = hnp_address(command) or (set(), 0)
     limit = timeout()
     try:
-        child = subprocess.Popen(command, env=env)
-    except OSError as exc:
-        print(f"exec {command[0]}: {exc.strerror}", file=sys.stderr)
+        child = subprocess.Popen(command, env=env, preexec_fn=in_child)
+    except (OSError, subprocess.SubprocessError) as exc:
+        print(f"exec {command[0]}: {getattr(exc, 'strerror', None) or exc}", file=sys.stderr)
         return 127
     if register is not None:
         register(child.pid)

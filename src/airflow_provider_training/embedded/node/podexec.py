@@ -18,12 +18,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from airflow_provider_training.embedded.node import isolation, orted, proctree
+from airflow_provider_training.embedded.node import isolation, orted, privileges, proctree
+from airflow_provider_training.embedded.node import paths as safe
 
 SPEC = "spec.json"
 # One file per exec'd process of the pod (its pid; its start time inside): what the pod's supervisor
 # kills when the pod ends, as a runtime kills an exec'd process with its container.
 EXECS = "execs"
+BROKER_SOCKET = "exec.sock"  # in ``<home>/node/bin``, served by the node agent (``execbroker``)
 
 
 def find_pod(node_dir: Path, namespace: str, pod: str) -> tuple[Path, dict[str, Any]] | None:
@@ -110,9 +112,19 @@ def direct(
     pid = _container_pid(pod_dir, container)
     if chosen is None or pid is None:
         return None
+    # the container's user, groups and capabilities, as its own processes have them
+    drop: list[str] = []
+    if (
+        spec.get("isolation") == isolation.NAMESPACE
+        or privileges.Identity.from_dict(chosen.get("identity")).switches_user
+    ):
+        found_drop = privileges.setpriv_argv(privileges.Identity.from_dict(chosen.get("identity")))
+        if found_drop is None:
+            return None
+        drop = found_drop
     # -w without a directory: the container process's own (its workingDir); nsenter would open a
     # given directory in the host's view, before entering the container's
-    argv = [nsenter, "-t", str(pid), "-m", "-r", "-w", "--", *command]
+    argv = [nsenter, "-t", str(pid), "-m", "-r", "-w", "--", *drop, *command]
     return argv, dict(chosen.get("env") or {})
 
 
@@ -146,6 +158,11 @@ def main(argv: list[str]) -> int:
     if not command:
         print("error: you must specify at least one command for the container", file=sys.stderr)
         return 2
+    if not (node_dir / "pods").is_dir() and (node_dir / "bin" / BROKER_SOCKET).exists():
+        # inside a pod's view (an MPI launcher's kubectl or rsh agent): the node runs it
+        from airflow_provider_training.embedded.node import execclient
+
+        return execclient.forward(str(node_dir / "bin" / BROKER_SOCKET), argv[2:])
     found = find_pod(node_dir, namespace, pod)
     if found is None:
         print(f'Error from server (NotFound): pods "{pod}" not found', file=sys.stderr)
@@ -157,22 +174,31 @@ def main(argv: list[str]) -> int:
         print(f"error: container {container} not found in pod {pod}", file=sys.stderr)
         return 1
     env = dict(chosen.get("env") or {})
+    identity = privileges.Identity.from_dict(chosen.get("identity"))
     daemon = orted.hnp_address(command) is not None
     record = _recorder(pod_dir) if daemon else None  # opened before the pod's view hides the node's files
     mounts = [isolation.Mount.from_dict(m) for m in chosen.get("mounts") or []]
     workdir = chosen.get("workdir")
     pid = _container_pid(pod_dir, chosen["name"])
-    if pid is not None and isolation.join(pid, workdir):
-        pass  # inside the running container's own view, as a runtime's exec
-    elif spec.get("isolation") == isolation.NAMESPACE:
-        rootfs = pod_dir / f"exec-{os.getpid()}"
-        rootfs.mkdir(exist_ok=True)
-        isolation.enter(str(rootfs), mounts, workdir)
-    elif workdir:
-        os.chdir(workdir)
-    if daemon:
-        return orted.run(command, env, pod, record)
     try:
+        if pid is not None and isolation.join(pid, workdir):
+            pass  # inside the running container's own view, as a runtime's exec
+        elif spec.get("isolation") == isolation.NAMESPACE:
+            rootfs = pod_dir / f"exec-{os.getpid()}"
+            rootfs.mkdir(exist_ok=True)
+            sandbox = isolation.Sandbox.from_dict(spec.get("sandbox"))
+            isolation.enter(str(rootfs), mounts, workdir, sandbox=sandbox)
+        elif workdir:
+            os.chdir(workdir)
+    except (OSError, safe.PathEscape) as exc:
+        print(f"error: cannot enter container {chosen['name']} of pod {pod}: {exc}", file=sys.stderr)
+        return 1
+    if daemon:
+        # this process keeps the node's privileges to watch the daemon (no container may read a
+        # process with more capabilities than its own); the daemon gets the container's
+        return orted.run(command, env, pod, record, lambda: privileges.drop(identity))
+    try:
+        privileges.drop(identity)
         os.execvpe(command[0], command, env)
     except OSError as exc:
         print(f"exec {command[0]}: {exc.strerror}", file=sys.stderr)

@@ -17,19 +17,20 @@ import os
 import re
 import shlex
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from airflow_provider_training.embedded import volumes as claims
-from airflow_provider_training.embedded.node import inclusterconfig, isolation, orted, rundir
+from airflow_provider_training.embedded.node import inclusterconfig, isolation, orted, privileges, rundir, security
 from airflow_provider_training.embedded.node import paths as safe
+from airflow_provider_training.embedded.node.isolation import Sandbox
 from airflow_provider_training.embedded.node.runtime import Runtime
 from airflow_provider_training.embedded.paths import Home
 from airflow_provider_training.embedded.store import Store
 from airflow_provider_training.frameworks import expand_command, mpi, plugin_for_operator, pytorch, resolve_env
-from airflow_provider_training.frameworks.labels import OPERATOR_NAME
+from airflow_provider_training.frameworks.labels import JOB_NAME, OPERATOR_NAME
 
 NODE_NAME = "embedded"
 GPU = "nvidia.com/gpu"
@@ -106,6 +107,7 @@ class Context:
     node_dir: Path
     isolation: str
     pod_ip: str
+    sandbox: Sandbox = field(default_factory=Sandbox)
 
 
 def _lookup(ctx: Context, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
@@ -285,13 +287,20 @@ def refresh_config_volumes(ctx: Context, pod: dict[str, Any], pod_dir: Path, kin
             continue
         obj = _lookup(ctx, kind, pod["metadata"]["namespace"], name)
         _write_items(local, _data(obj, kind) if obj else {}, spec)
+        fs_group = ((pod.get("spec") or {}).get("securityContext") or {}).get("fsGroup")
+        if isinstance(fs_group, int) and privileges.can_switch_user():
+            security.set_volume_ownership(local, fs_group, read_only=True)
         updated.append(volume["name"])
     return updated
 
 
-def volume_dirs(ctx: Context, pod: dict[str, Any], pod_dir: Path) -> dict[str, Path]:
+def volume_dirs(
+    ctx: Context, pod: dict[str, Any], pod_dir: Path, fs: security.PodSecurity | None = None
+) -> dict[str, Path]:
     namespace = pod["metadata"]["namespace"]
+    fs = fs or security.PodSecurity()
     out: dict[str, Path] = {}
+    owned: list[tuple[Path, bool]] = []  # (directory, read-only): what fsGroup applies to, as the kubelet's
     for volume in pod.get("spec", {}).get("volumes") or []:
         name = volume["name"]
         try:
@@ -307,42 +316,28 @@ def volume_dirs(ctx: Context, pod: dict[str, Any], pod_dir: Path) -> dict[str, P
             except safe.PathEscape as exc:
                 raise PodConfigError("FailedMount", f'MountVolume.SetUp failed for volume "{name}" : {exc}') from None
             claims.ensure_claims(ctx.store, ctx.home, {"metadata": pod["metadata"], "spec": {"volumes": [volume]}})
-            path.mkdir(parents=True, exist_ok=True)
+            claims.make_claim_dir(path)
             out[name] = path
+            owned.append((path, False))
         elif "emptyDir" in volume:
             if ((volume.get("emptyDir") or {}).get("medium") or "") != "Memory":
                 # what a pod writes there is the user's (outputs, checkpoints): on disk, not in the
                 # runtime directory, which may be in memory (``rundir``)
                 local = safe.inside(rundir.empty_dir(ctx.node_dir, pod["metadata"]["uid"]), name, "volume name")
-            local.mkdir(parents=True, exist_ok=True)
+            if not local.is_dir():
+                local.mkdir(parents=True, exist_ok=True)
+                local.chmod(0o777)  # the kubelet's emptyDir mode: any user of the pod writes there
             out[name] = local
+            owned.append((local, False))
         elif "hostPath" in volume:
-            spec = volume["hostPath"]
-            path = Path(spec["path"])
-            if not path.is_absolute() or "\x00" in str(path):
-                raise PodConfigError(
-                    "FailedMount",
-                    f'MountVolume.SetUp failed for volume "{name}" : hostPath {str(path)!r} is not absolute',
-                )
-            kind = spec.get("type") or ""
-            if kind == "DirectoryOrCreate":
-                path.mkdir(parents=True, exist_ok=True)
-            elif kind == "FileOrCreate" and not path.exists():
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.touch()
-            elif kind in ("Directory", "File") and not path.exists():
-                raise PodConfigError(
-                    "FailedMount",
-                    f'MountVolume.SetUp failed for volume "{name}" : hostPath type check failed: '
-                    f"{path} is not a {kind.lower()}",
-                )
-            out[name] = path
+            out[name] = _host_path(ctx, name, volume["hostPath"])
         elif "projected" in volume:  # the service-account token, ca.crt and namespace (inclusterconfig)
             try:
-                inclusterconfig.write_projected(ctx.store, ctx.home, pod, volume, local)
+                inclusterconfig.write_projected(ctx.store, ctx.home, pod, volume, local, fs.fs_user, fs.fs_group)
             except inclusterconfig.ProjectionError as exc:
                 raise PodConfigError("FailedMount", f'MountVolume.SetUp failed for volume "{name}" : {exc}') from None
             out[name] = local
+            owned.append((local, True))
         elif "configMap" in volume or "secret" in volume:
             kind = "configmap" if "configMap" in volume else "secret"
             spec = volume.get("configMap") or volume.get("secret") or {}
@@ -361,32 +356,87 @@ def volume_dirs(ctx: Context, pod: dict[str, Any], pod_dir: Path) -> dict[str, P
                     f"{exc.strerror or exc}: {Path(str(exc.filename or '')).name}",
                 ) from None
             out[name] = local
+            owned.append((local, True))
         else:
             raise PodConfigError(
                 "FailedMount",
                 f'volume "{name}": only persistentVolumeClaim, emptyDir, hostPath, configMap and secret volumes '
                 "are supported by the embedded control plane",
             )
+    if fs.fs_group is not None and privileges.can_switch_user():
+        for directory, read_only in owned:
+            try:
+                security.set_volume_ownership(directory, fs.fs_group, read_only, fs.fs_group_policy)
+            except OSError as exc:
+                raise PodConfigError(
+                    "FailedMount",
+                    f"MountVolume.SetUp failed: cannot apply fsGroup {fs.fs_group}: {exc.strerror or exc}",
+                ) from None
     return out
 
 
-def mounts(container: dict[str, Any], dirs: dict[str, Path], read_only: set[str]) -> list[isolation.Mount]:
+def _host_path(ctx: Context, name: str, spec: dict[str, Any]) -> Path:
+    path = Path(spec["path"])
+    if not path.is_absolute() or "\x00" in str(path):
+        raise PodConfigError(
+            "FailedMount",
+            f'MountVolume.SetUp failed for volume "{name}" : hostPath {str(path)!r} is not absolute',
+        )
+    real = os.path.realpath(path)
+    for hidden in ctx.sandbox.hide:
+        hidden = os.path.realpath(hidden)
+        if real == hidden or real.startswith(hidden.rstrip("/") + "/"):
+            # a directory above it is fine: the view covers the data directory inside it too
+            raise PodConfigError(
+                "FailedMount",
+                f'MountVolume.SetUp failed for volume "{name}" : hostPath {str(path)!r} is inside the control '
+                "plane's data directory, which no pod may see; use a persistentVolumeClaim or another host path",
+            )
+    kind = spec.get("type") or ""
+    if kind == "DirectoryOrCreate":
+        path.mkdir(parents=True, exist_ok=True)
+    elif kind == "FileOrCreate" and not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch()
+    elif kind in ("Directory", "File") and not path.exists():
+        raise PodConfigError(
+            "FailedMount",
+            f'MountVolume.SetUp failed for volume "{name}" : hostPath type check failed: {path} is not a {kind.lower()}',
+        )
+    return path
+
+
+def mounts(
+    container: dict[str, Any], dirs: dict[str, Path], read_only: set[str], mode: str = isolation.LINKS
+) -> list[isolation.Mount]:
+    """The container's mounts. A ``subPath`` is checked here against what exists now, and, with
+    ``namespace`` isolation, opened again by the supervisor at each start (after the init containers
+    ran: one may have replaced a directory with a link since); with ``links`` it is resolved here."""
     out = []
     for mount in container.get("volumeMounts") or []:
         name = mount["name"]
         if name not in dirs:
             raise PodConfigError("FailedMount", f'volumeMount "{name}" does not name a volume of the pod')
         source = dirs[name]
+        sub_path = ""
         if mount.get("subPath"):
             try:
-                source = safe.inside(dirs[name], mount["subPath"], "subPath")
+                resolved = safe.inside(dirs[name], mount["subPath"], "subPath")
             except safe.PathEscape as exc:
                 raise PodConfigError(
                     "CreateContainerConfigError", f'failed to prepare subPath for volumeMount "{name}": {exc}'
                 ) from None
-            if not source.exists():
-                source.mkdir(parents=True)
-        out.append(isolation.Mount(str(source), mount["mountPath"], bool(mount.get("readOnly")) or name in read_only))
+            if mode == isolation.NAMESPACE:
+                sub_path = str(mount["subPath"])
+            else:
+                source = resolved
+                if not source.exists():
+                    source.mkdir(parents=True)
+        out.append(
+            isolation.Mount(
+                str(source), mount["mountPath"], bool(mount.get("readOnly")) or name in read_only, sub_path, name
+            )
+        )
     return out
 
 
@@ -399,7 +449,12 @@ def build(
     node_has_gpus: bool,
 ) -> dict[str, Any]:
     meta, spec = pod["metadata"], pod.get("spec") or {}
-    dirs = volume_dirs(ctx, pod, pod_dir)
+    try:
+        fs = security.pod_security(pod)
+    except security.SecurityContextError as exc:
+        raise PodConfigError("CreateContainerConfigError", str(exc)) from None
+    warnings = list(fs.warnings)
+    dirs = volume_dirs(ctx, pod, pod_dir, fs)
     read_only = {v["name"] for v in spec.get("volumes") or [] if "configMap" in v or "secret" in v or "projected" in v}
     owner_plugin = plugin_for_operator((meta.get("labels") or {}).get(OPERATOR_NAME))
     kind_env = dict(owner_plugin.local_process_env) if owner_plugin is not None else {}
@@ -410,7 +465,7 @@ def build(
                 deliver_kubectl(target, ctx.node_dir, meta["namespace"])
     gpu_left = list(gpu_ids)
 
-    def container_spec(container: dict[str, Any], init: bool) -> dict[str, Any]:
+    def container_spec(container: dict[str, Any], init: bool, where: str) -> dict[str, Any]:
         name = container["name"]
         if not isinstance(name, str) or not _CONTAINER_NAME.fullmatch(name):
             # it names the container's log directory and root: never a path
@@ -445,6 +500,11 @@ def build(
                 "so set command (and args)",
             )
         memory_limit = int(parse_quantity(limits["memory"])) if "memory" in limits else None
+        try:
+            identity, not_enforced = security.identity(pod, container, where)
+        except security.SecurityContextError as exc:
+            raise PodConfigError("CreateContainerConfigError", str(exc)) from None
+        warnings.extend(not_enforced)
         rootfs = pod_dir / f"rootfs-{name}"
         rootfs.mkdir(parents=True, exist_ok=True)
         return {
@@ -454,23 +514,41 @@ def build(
             "env": env,
             "workdir": ctx.runtime.working_dir(container, pod),
             "mounts": [
-                m.to_dict() for m in mounts(container, dirs, read_only) if inclusterconfig.mountable(m, ctx.isolation)
+                m.to_dict()
+                for m in mounts(container, dirs, read_only, ctx.isolation)
+                if inclusterconfig.mountable(m, ctx.isolation)
             ],
             "memoryLimit": memory_limit,
             "rootfs": str(rootfs),
+            "identity": identity.to_dict(),
         }
 
+    inits = [container_spec(c, True, f"initContainers[{i}]") for i, c in enumerate(spec.get("initContainers") or [])]
+    mains = [container_spec(c, False, f"containers[{i}]") for i, c in enumerate(spec.get("containers") or [])]
     return {
         "namespace": meta["namespace"],
         "pod": meta["name"],
         "uid": meta["uid"],
+        "job": job_of(meta),
+        "execBroker": launches_mpi(spec),
         "podIP": ctx.pod_ip,
         "isolation": ctx.isolation,
-        "initContainers": [container_spec(c, True) for c in spec.get("initContainers") or []],
-        "containers": [container_spec(c, False) for c in spec.get("containers") or []],
+        "sandbox": ctx.sandbox.to_dict(),
+        "initContainers": inits,
+        "containers": mains,
         "restartPolicy": spec.get("restartPolicy") or "Always",
         "gracePeriod": float(spec.get("terminationGracePeriodSeconds", 30)),
+        "warnings": warnings,
     }
+
+
+def _controller_uid(meta: dict[str, Any]) -> str:
+    """The uid of the object that controls the pod (its job), or ""."""
+    refs = meta.get("ownerReferences")
+    for ref in refs if isinstance(refs, list) else []:
+        if isinstance(ref, dict) and ref.get("controller"):
+            return str(ref.get("uid") or "")
+    return ""
 
 
 _LOOKUP = re.compile(r"nslookup\s+([A-Za-z0-9.-]+)")
@@ -529,7 +607,8 @@ def kubectl_target(container: dict[str, Any], dirs: dict[str, Path]) -> Path | N
 
 def deliver_kubectl(directory: Path, node_dir: Path, namespace: str) -> None:
     """What the ``kubectl-delivery`` image does (an MPIJob launcher's init container): a ``kubectl``
-    whose ``exec`` reaches the pods of this node (``podexec``)."""
+    whose ``exec`` reaches the pods of this node (``podexec``; from inside a view, through the node
+    agent: ``execbroker``)."""
     import sys
 
     entry = Path(__file__).with_name("entry.py")
@@ -543,3 +622,30 @@ def deliver_kubectl(directory: Path, node_dir: Path, namespace: str) -> None:
     target = directory / "kubectl"
     target.write_text(script)
     target.chmod(0o755)
+
+
+# the labels that name the job a pod belongs to (a JobSet's, a training job's), most specific last
+JOB_LABELS = ("jobset.sigs.k8s.io/jobset-name", JOB_NAME)
+
+
+def job_of(meta: dict[str, Any]) -> str:
+    """Which job the pod belongs to, for the node's exec (an MPI launcher reaches its own job's pods)."""
+    labels = meta.get("labels") if isinstance(meta.get("labels"), dict) else {}
+    assert isinstance(labels, dict)
+    for label in JOB_LABELS:
+        if labels.get(label):
+            return f"{label}={labels[label]}"
+    owner = _controller_uid(meta)
+    return f"uid={owner}" if owner else ""
+
+
+def launches_mpi(spec: dict[str, Any]) -> bool:
+    """An MPI launcher: it execs into other pods (``kubectl-delivery``, or an rsh agent in its env)."""
+    for container in (spec.get("initContainers") or []) + (spec.get("containers") or []):
+        if not isinstance(container, dict):
+            continue
+        if container.get("name") == mpi.KUBECTL_DELIVERY_NAME:
+            return True
+        if any(isinstance(e, dict) and e.get("name") == "OMPI_MCA_plm_rsh_agent" for e in container.get("env") or []):
+            return True
+    return False

@@ -21,6 +21,7 @@ class Seen:
 
     started: dict[str, int] = field(default_factory=dict)  # container -> restart count announced
     backoff: set[tuple[str, int]] = field(default_factory=set)
+    failed: set[tuple[str, str]] = field(default_factory=set)  # (container, message) of a start not made
 
 
 def apply_state(status: dict[str, Any], state: dict[str, Any], now: str) -> None:
@@ -59,7 +60,8 @@ def apply_state(status: dict[str, Any], state: dict[str, Any], now: str) -> None
 
 
 def container_events(state: dict[str, Any], seen: Seen, pod: str, namespace: str, uid: str) -> list[Event]:
-    """``Started`` once per container start and ``BackOff`` once per crash-loop wait. A start is
+    """``Started`` once per container start, ``BackOff`` once per crash-loop wait and ``Failed`` once
+    per reason a start could not be made (a subPath that leads out of its volume). A start is
     announced even when the state read next shows the container already ended (the agent reads the
     latest state only, so a short-lived container may never be seen running)."""
     events: list[Event] = []
@@ -70,6 +72,12 @@ def container_events(state: dict[str, Any], seen: Seen, pod: str, namespace: str
             seen.started[name] = run
             events.append(("Normal", "Started", f"Started container {name}"))
         waiting = current.get("waiting") or {}
+        if (
+            waiting.get("reason") == "CreateContainerConfigError"
+            and (name, waiting.get("message", "")) not in seen.failed
+        ):
+            seen.failed.add((name, waiting.get("message", "")))
+            events.append(("Warning", "Failed", f"Error: {waiting.get('message', '')}"))
         if waiting.get("reason") == "CrashLoopBackOff" and (name, restarts) not in seen.backoff:
             seen.backoff.add((name, restarts))
             events.append(

@@ -140,3 +140,16 @@ def _memory_base() -> Path | None:
 def empty_dir(node_dir: Path, uid: str) -> Path:
     """Where a pod's disk-backed emptyDir volumes go (``<name>`` below it), out of memory."""
     return node_dir / "emptydir" / uid
+
+
+def hidden(node_dir: Path) -> tuple[str, ...]:
+    """What no pod may see: the data directory (the admin token, the service-account signing key,
+    the store, the logs and every pod's volumes) and the runtime directories in memory (every pod's
+    tokens and secrets), each data directory's on this machine when they are in the default place."""
+    out = [str(node_dir.parent.resolve())]
+    pods = node_dir / "pods"
+    if pods.is_symlink():
+        place = pods.resolve().parent
+        base = place.parent
+        out.append(str(base if base.name.startswith("airflow-training-") else place))
+    return tuple(out)

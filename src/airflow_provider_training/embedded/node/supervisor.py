@@ -10,7 +10,9 @@ reports a death by signal S as exit code 128+S, and a memory-limit kill as ``OOM
 After every change it rewrites ``state.json`` atomically and pings the agent's socket. It holds
 ``supervisor.lock`` for its whole life, so the agent can tell a live supervisor from a dead one
 after its own restart. SIGTERM (the pod was deleted) stops the containers (SIGTERM, then SIGKILL
-after the grace period) and ends the supervisor.
+after the grace period) and ends the supervisor. So does the deletion of the data directory
+(``rm -rf`` of a home, a test's temporary one): no daemon can adopt the pod any more, and a
+supervisor left to restart its containers for ever is what once piled up by the thousand.
 
 Standard library only, and no import of the package's ``__init__`` (see ``entry.py``): it starts
 once per pod, so its start-up time is part of every job's.
@@ -34,13 +36,16 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_training.embedded import podlogs
-from airflow_provider_training.embedded.node import isolation, memory, orphans, podexec
+from airflow_provider_training.embedded.node import isolation, memory, orphans, podexec, privileges
+from airflow_provider_training.embedded.node import paths as safe
 
 SPEC = "spec.json"
 STATE = "state.json"
 LOCK = "supervisor.lock"
 
 PENDING, RUNNING, SUCCEEDED, FAILED = "Pending", "Running", "Succeeded", "Failed"
+# How often a supervisor looks whether its data directory still exists (one fstat).
+HOME_CHECK_INTERVAL = 5.0
 
 
 def now_rfc3339() -> str:
@@ -72,6 +77,8 @@ class Container:
     wait_until: float | None = None  # a built-in init container waiting for its name (monotonic deadline)
     wait_poll: float = 0.0
     recorded: dict[str, Any] = field(default_factory=dict)  # orphans.record() of the running process
+    config_errors: int = 0  # consecutive starts that could not be made (a subPath that leaves its volume)
+    retry_config: bool = False  # the next start is another try of one that could not be made, not a restart
 
     @property
     def name(self) -> str:
@@ -124,6 +131,12 @@ class Supervisor:
         self.notifier = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.notifier.setblocking(False)
         self.in_view = False  # this process entered the pod's view: containers start plainly in it
+        self.sandbox = isolation.Sandbox.from_dict(self.spec.get("sandbox"))
+        self.logs = str(self.spec.get("logs") or pod_dir)
+        # The data directory, held open: its link count drops to 0 once it is deleted, which a
+        # path could not tell inside the pod's view (there it is covered by an empty tmpfs).
+        self.home = _open_directory(self.spec.get("home"))
+        self.home_checked = time.monotonic()
 
     # -- state ------------------------------------------------------------------------------
     def write_state(self, done: bool = False) -> None:
@@ -159,54 +172,96 @@ class Supervisor:
     # -- containers -------------------------------------------------------------------------
     def enter_pod_view(self) -> None:
         """Enter one view for the whole pod before the first start, when the containers that read
-        their mounts share them and no mount covers a path this supervisor writes (its directory,
-        the logs, the agent's socket; everything else of the host stays visible in a view). Each
-        start is then a plain spawn (vfork) in that view, not a fork that builds a mount namespace,
-        and the namespace goes when the supervisor ends, after its last report, not with each
-        container (tearing one down waits for an RCU grace period)."""
+        their mounts share them and none mounts a ``subPath`` (resolved at each start). Each start
+        is then a plain spawn (vfork) in that view, not a fork that builds a mount namespace, and
+        the namespace goes when the supervisor ends, after its last report, not with each container
+        (tearing one down waits for an RCU grace period). The view hides the data directory from
+        this process too: what it writes there (its state, the logs, the agent's socket) it reaches
+        through descriptors opened before (``_anchor``)."""
         if self.spec.get("isolation") != isolation.NAMESPACE:
             return
         readers = [c for c in self.inits + self.mains if not c.spec.get("builtin")]
-        if len({json.dumps(c.spec.get("mounts") or [], sort_keys=True) for c in readers}) != 1:
+        if not readers or len({json.dumps(c.spec.get("mounts") or [], sort_keys=True) for c in readers}) != 1:
             return
         mounts = [isolation.Mount.from_dict(m) for m in readers[0].spec.get("mounts") or []]
-        workdirs = tuple(str(c.spec["workdir"]) for c in readers if c.spec.get("workdir"))
-        if not mounts and all(os.path.isdir(w) for w in workdirs):
-            return  # nothing to show: no view at all
-        own = [str(self.dir), str(self.spec.get("logs") or self.dir), str(self.notify_path or self.dir)]
-        if isolation.shadows(mounts, own):
+        if any(m.sub_path for m in mounts):
             return
+        workdirs = tuple(str(c.spec["workdir"]) for c in readers if c.spec.get("workdir"))
         try:
-            view = self.view or isolation.prepare(str(readers[0].spec["rootfs"]))
+            view = self.view or isolation.prepare(str(readers[0].spec["rootfs"]), sandbox=self.sandbox)
+            self._anchor()
             view.finish(mounts, None, workdirs)
         except OSError as exc:
             print(f"cannot enter the pod's view ({exc}); each container builds its own", flush=True)
             return
         self.in_view = True
 
+    def _anchor(self) -> None:
+        """Reach the pod's directory, the logs and the agent's socket through descriptors from now
+        on (``/proc/self/fd/N``): the view about to be entered covers them. The descriptors are
+        close-on-exec, and no container may read another process's (``privileges``)."""
+        opened: dict[str, str] = {}
+
+        def anchored(directory: str) -> str:
+            if directory not in opened:
+                fd = os.open(directory, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+                opened[directory] = f"/proc/self/fd/{fd}"
+            return opened[directory]
+
+        def file_in(path: str) -> str:
+            directory, name = os.path.split(path)
+            return f"{anchored(directory)}/{name}"
+
+        self.dir = Path(anchored(str(self.dir)))
+        self.logs = anchored(self.logs)
+        if self.notify_path:
+            self.notify_path = file_in(str(self.notify_path))
+        for c in self.inits:  # the addresses a built-in init container waits for (the node's endpoints)
+            wait = c.spec.get("waitFor") or {}
+            if wait.get("path"):
+                wait["path"] = file_in(str(wait["path"]))
+            if wait.get("paths"):
+                wait["paths"] = [file_in(str(path)) for path in wait["paths"]]
+
     def start(self, c: Container) -> None:
         spec = c.spec
-        restart = c.restart_count
         if spec.get("builtin"):
             self.start_builtin(c)
             return
         mounts = [isolation.Mount.from_dict(m) for m in spec.get("mounts") or []]
         workdir = spec.get("workdir")
         rootfs = spec.get("rootfs")
-        # A private view of its own only when there is something to show in it and the pod's view
-        # (``enter_pod_view``) does not do: building one in the child costs the start a fork and a
-        # mount namespace.
+        identity = privileges.Identity.from_dict(spec.get("identity"))
+        # A view of its own (built in the child: a fork and a mount namespace) unless the pod's
+        # view (``enter_pod_view``) serves every container.
         mode = None if self.in_view else self.spec.get("isolation")
-        if mode == isolation.NAMESPACE and not mounts and (not workdir or os.path.isdir(workdir)):
-            mode = None
-        c.limiter = memory.Limiter.create(spec.get("memoryLimit"), f"{self.spec['uid']}-{c.name}-{restart}")
+        if mode == isolation.NAMESPACE:
+            try:
+                self.check_sub_paths(c, mounts)
+            except safe.PathEscape as exc:
+                self.cannot_create(c, str(exc))
+                return
+        c.limiter = memory.Limiter.create(spec.get("memoryLimit"), f"{self.spec['uid']}-{c.name}-{c.restart_count}")
+        # identity: by subprocess itself (no Python in the child) when nothing else runs there
+        in_child_identity = identity.capabilities != privileges.DEFAULT or identity.no_new_privs
+        needs_child = c.limiter is not None or mode == isolation.NAMESPACE or in_child_identity
+        sandbox = self.sandbox
+        errors_r, errors_w = os.pipe() if needs_child else (-1, -1)
 
         def in_child() -> None:
-            if c.limiter is not None:
-                c.limiter.join_self()
-            if mode == isolation.NAMESPACE:
-                isolation.enter(str(rootfs), mounts, workdir)
+            try:
+                if c.limiter is not None:
+                    c.limiter.join_self()
+                if mode == isolation.NAMESPACE:
+                    isolation.enter(str(rootfs), mounts, workdir, sandbox=sandbox)
+                privileges.drop(identity)
+            except BaseException as exc:  # what went wrong, for the container's log (subprocess says less)
+                os.write(errors_w, f"{type(exc).__name__}: {exc}".encode()[:4000])
+                raise
 
+        as_user: dict[str, Any] = {}
+        if not needs_child and identity.switches_user:
+            as_user = {"user": identity.uid, "group": identity.gid, "extra_groups": identity.groups}
         try:
             process = subprocess.Popen(
                 spec["argv"],
@@ -218,17 +273,24 @@ class Supervisor:
                 start_new_session=True,
                 # no Python in the child when there is nothing to set up: subprocess can then use
                 # vfork, which costs the pod a fraction of a fork of this process
-                preexec_fn=in_child if c.limiter is not None or mode == isolation.NAMESPACE else None,
+                preexec_fn=in_child if needs_child else None,
                 close_fds=True,
+                pass_fds=(errors_w,) if needs_child else (),
+                **as_user,
             )
         except (OSError, subprocess.SubprocessError) as exc:
             # Like a container runtime failing to start the entrypoint (exit code 128).
+            why = _read_all(errors_r) if needs_child else ""
             log = podlogs.LogWriter(self.log_path(c))
-            log.write(f"failed to start {spec['argv'][:1]}: {exc}\n")
+            log.write(f"failed to start {spec['argv'][:1]}: {why or exc}\n")
             log.close()
             c.started_once = True
-            self.finished(c, 128, "StartError", str(exc), now_rfc3339(), started=now_rfc3339())
+            self.finished(c, 128, "StartError", why or str(exc), now_rfc3339(), started=now_rfc3339())
             return
+        finally:
+            if needs_child:
+                os.close(errors_w)
+                os.close(errors_r)
         # The log file after the spawn: creating it (and its directories) on a slow disk would
         # delay every start; meanwhile the output waits in the pipe.
         log = podlogs.LogWriter(self.log_path(c))
@@ -237,6 +299,7 @@ class Supervisor:
         c.started_mono = time.monotonic()
         c.started_once = True
         c.oom = False
+        c.config_errors = 0
         c.state = {"running": {"startedAt": now_rfc3339()}}
         c.restart_at = None
         assert process.stdout is not None
@@ -246,6 +309,32 @@ class Supervisor:
         self.writers[fd] = log
         self.pipes[fd] = process.stdout
         self.selector.register(fd, selectors.EVENT_READ, process.stdout)
+
+    def check_sub_paths(self, c: Container, mounts: list[isolation.Mount]) -> None:
+        """Each ``subPath`` of this start, checked as the kubelet does right before the container
+        starts (after the init containers ran); the child opens it again to mount it (``View.finish``).
+        A path that leads out of its volume is :class:`paths.PathEscape` in the kubelet's words."""
+        for mount in mounts:
+            if not mount.sub_path:
+                continue
+            try:
+                os.close(safe.open_beneath(mount.source, mount.sub_path))
+            except (safe.PathEscape, OSError) as exc:
+                why = str(exc) if isinstance(exc, safe.PathEscape) else f"subPath {mount.sub_path!r}: {exc.strerror}"
+                raise safe.PathEscape(
+                    f'failed to prepare subPath for volumeMount "{mount.volume}" of container "{c.name}": {why}'
+                ) from None
+
+    def cannot_create(self, c: Container, message: str) -> None:
+        """The container cannot be created this time (kubelet's ``CreateContainerConfigError``): it
+        waits with that reason and is tried again after the restart back-off, never having run."""
+        c.started_once = True
+        c.state = {"waiting": {"reason": "CreateContainerConfigError", "message": message}}
+        delay = min(self.backoff_initial * (2**c.config_errors), self.backoff_max)
+        c.config_errors += 1
+        c.restart_at = time.monotonic() + delay
+        c.retry_config = True
+        print(f"container {c.name}: {message}", flush=True)
 
     def start_builtin(self, c: Container) -> None:
         """One of the operator's own init containers: no process. ``init-pytorch`` (``waitFor``)
@@ -268,7 +357,7 @@ class Supervisor:
 
     def log_path(self, c: Container) -> Path:
         """``logs/<namespace>/<pod>/<container>/<restart>.log``: the log of the container's current start."""
-        return Path(self.spec["logs"]) / self.spec["namespace"] / self.spec["pod"] / c.name / f"{c.restart_count}.log"
+        return Path(self.logs) / self.spec["namespace"] / self.spec["pod"] / c.name / f"{c.restart_count}.log"
 
     def builtin_log(self, c: Container, line: str) -> None:
         """What ``kubectl logs -c <init container>`` shows for a built-in one (its own log, appended)."""
@@ -391,7 +480,11 @@ class Supervisor:
         now = time.monotonic()
         for c in self.inits + self.mains:
             if c.restart_at is not None and c.restart_at <= now and not self.terminating:
-                c.restart_count += 1
+                c.restart_at = None
+                if c.retry_config:
+                    c.retry_config = False  # never ran: not a restart
+                else:
+                    c.restart_count += 1
                 self.start(c)
                 changed = True
         return changed
@@ -420,18 +513,39 @@ class Supervisor:
         if all(c.done for c in self.mains):
             codes = [c.state["terminated"]["exitCode"] for c in self.mains]
             self.phase = SUCCEEDED if all(code == 0 for code in codes) else FAILED
-        else:
+        elif any("waiting" not in c.state or c.last_state for c in self.mains):
             self.phase = RUNNING
+        else:
+            self.phase = PENDING  # no container could be created yet (CreateContainerConfigError)
 
     def next_timeout(self) -> float | None:
         due = [c.restart_at for c in self.inits + self.mains if c.restart_at is not None]
         timeout = max(0.0, min(due) - time.monotonic()) if due else None
         if any(c.limiter is not None and c.limiter.needs_polling for c in self.inits + self.mains):
             timeout = memory.POLL_INTERVAL if timeout is None else min(timeout, memory.POLL_INTERVAL)
+        if self.home >= 0:
+            timeout = HOME_CHECK_INTERVAL if timeout is None else min(timeout, HOME_CHECK_INTERVAL)
         for c in self.inits:
             if c.wait_until is not None:
                 timeout = c.wait_poll if timeout is None else min(timeout, c.wait_poll)
         return timeout
+
+    def home_deleted(self) -> bool:
+        """Whether the data directory was deleted (checked every ``HOME_CHECK_INTERVAL``): then no
+        daemon will ever adopt this pod, and the supervisor stops it rather than wait for ever."""
+        now = time.monotonic()
+        if self.home < 0 or now - self.home_checked < HOME_CHECK_INTERVAL:
+            return False
+        self.home_checked = now
+        try:
+            gone = os.fstat(self.home).st_nlink == 0
+        except OSError:
+            return False
+        if gone:
+            self.terminating = True
+            self.message = f"the data directory {self.spec.get('home')} was deleted; no daemon can adopt this pod"
+            print(f"{self.message}: stopping its containers", flush=True)
+        return gone
 
     def finished_pod(self) -> bool:
         return self.phase in (SUCCEEDED, FAILED)
@@ -467,6 +581,9 @@ class Supervisor:
         signal.signal(signal.SIGTERM, self._on_term)
         signal.signal(signal.SIGINT, self._on_term)
         self.selector.register(rfd, selectors.EVENT_READ, None)
+        if self.spec.get("isolation") == isolation.NAMESPACE:
+            # what the containers may keep as root; this process keeps its own to build views
+            privileges.bound(privileges.DEFAULT)
         self.enter_pod_view()
         self.advance()
         self.write_state()
@@ -477,6 +594,8 @@ class Supervisor:
                         os.read(rfd, 4096)
                 else:
                     self.read_output(key.fd)
+            if self.home_deleted():
+                break
             changed = self.reap()
             changed = self.check_waits() or changed
             changed = self.due_restarts() or changed
@@ -506,6 +625,24 @@ class Supervisor:
 
     def _on_term(self, *_: Any) -> None:
         self.terminating = True
+
+
+def _read_all(fd: int) -> str:
+    """What a failed child wrote to its error pipe (its end is closed: the read does not block)."""
+    os.set_blocking(fd, False)
+    with contextlib.suppress(OSError):
+        return os.read(fd, 4096).decode(errors="replace")
+    return ""
+
+
+def _open_directory(path: object) -> int:
+    """A descriptor of ``path`` (close-on-exec, no access to its files), or -1."""
+    if not path:
+        return -1
+    try:
+        return os.open(str(path), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | getattr(os, "O_PATH", 0))
+    except OSError:
+        return -1
 
 
 def _wait_paths(wait: dict[str, Any]) -> list[str]:

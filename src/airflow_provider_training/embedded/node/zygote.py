@@ -4,17 +4,21 @@ supervisor's imports (about 45 ms of CPU each, which on a 2-core machine was the
 job's start).
 
     python -I -S entry.py zygote [--spares N] [--view-root DIR] [--premount PATH ...]
+                                 [--hide PATH ...] [--expose PATH ...]
                                                 # reads pod directories, one per line, on stdin
 
 Each child starts a session of its own, points stdin at /dev/null and stdout / stderr at
 ``<pod-dir>/supervisor.log``, and becomes that pod's supervisor, exactly as a freshly started one:
 it outlives the zygote and the daemon. The zygote ends when its stdin closes (the daemon stopped or
-died); it ignores SIGCHLD so the kernel reaps the supervisors it forked. Standard library only.
+died), or, should the pipe's write end have leaked into a process that outlives the daemon, once it
+finds its parent gone (checked every ``PARENT_CHECK`` seconds); it ignores SIGCHLD so the kernel
+reaps the supervisors it forked. Standard library only.
 
 Spares (``--spares N``): the zygote keeps up to N children forked ahead, each waiting on a pipe
 for its pod directory. With ``--view-root`` a spare has also built the part of a pod view every
 pod shares (``isolation.prepare``: its mount namespace, the bind mounts of ``/``, the
-``--premount`` mount points, the service account's above all), so a pod's start is the rest of its
+``--premount`` mount points, the service account's above all, and the sandbox's masks, ``--hide`` /
+``--expose``), so a pod's start is the rest of its
 view and a spawn: the fork and most of the view (about 3 ms of CPU per pod, half of a supervisor's)
 are done while the node is idle, not while the job's replicas start beside them. Spares are forked
 again once pod requests have stopped for ``REFILL_DELAY``, and replaced after ``MAX_AGE`` so a view
@@ -36,6 +40,7 @@ from airflow_provider_training.embedded.node import isolation, supervisor
 
 REFILL_DELAY = 0.2
 MAX_AGE = 60.0
+PARENT_CHECK = 1.0
 
 
 def _child(pod_dir: str, view: isolation.View | None = None, note: str = "") -> None:
@@ -97,7 +102,7 @@ def _close_inherited(keep: int = -1) -> None:
                 continue
 
 
-def _spare(pipe: int, view_root: str | None, premount: tuple[str, ...]) -> None:
+def _spare(pipe: int, view_root: str | None, premount: tuple[str, ...], sandbox: isolation.Sandbox) -> None:
     """A child forked ahead: build the shared part of a view, then wait for a pod directory."""
     _session(keep=pipe)
     null = os.open(os.devnull, os.O_WRONLY)
@@ -107,7 +112,7 @@ def _spare(pipe: int, view_root: str | None, premount: tuple[str, ...]) -> None:
     view, note = None, ""
     if view_root:
         try:
-            view = isolation.prepare(view_root, premount)
+            view = isolation.prepare(view_root, premount, sandbox)
         except OSError as exc:  # the supervisor builds its view itself, as without a spare
             note = f"a spare could not prepare a view ({exc}); the pod builds its own"
     data = b""
@@ -128,8 +133,10 @@ class Spare:
 
 
 class Spares:
-    def __init__(self, count: int, view_root: str | None, premount: tuple[str, ...]) -> None:
-        self.count, self.view_root, self.premount = count, view_root, premount
+    def __init__(
+        self, count: int, view_root: str | None, premount: tuple[str, ...], sandbox: isolation.Sandbox
+    ) -> None:
+        self.count, self.view_root, self.premount, self.sandbox = count, view_root, premount, sandbox
         self.ready: list[Spare] = []
         self.last_request = 0.0
 
@@ -174,7 +181,7 @@ class Spares:
             return
         if pid == 0:
             os.close(write)
-            _spare(read, self.view_root, self.premount)
+            _spare(read, self.view_root, self.premount, self.sandbox)
         os.close(read)
         self.ready.append(Spare(pid, write, now))
 
@@ -194,13 +201,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spares", type=int, default=0)
     parser.add_argument("--view-root")
     parser.add_argument("--premount", action="append", default=[])
+    parser.add_argument("--hide", action="append", default=[])
+    parser.add_argument("--expose", action="append", default=[])
     options = parser.parse_args(argv or [])
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
-    spares = Spares(options.spares, options.view_root, tuple(options.premount))
+    sandbox = isolation.Sandbox(tuple(options.hide), tuple(options.expose))
+    spares = Spares(options.spares, options.view_root, tuple(options.premount), sandbox)
     spares.last_request = time.monotonic() - REFILL_DELAY  # the first spares at once
+    parent = os.getppid()
     pending = b""
     while True:
-        readable, _, _ = select.select([0], [], [], spares.due())
+        due = spares.due()
+        readable, _, _ = select.select([0], [], [], PARENT_CHECK if due is None else min(due, PARENT_CHECK))
+        if os.getppid() != parent:
+            return 0  # the daemon is gone: its spares see their pipes close and go too
         if not readable:
             spares.tend()
             continue

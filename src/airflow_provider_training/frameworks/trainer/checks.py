@@ -38,6 +38,9 @@ class Catalog:
 
     runtimes: dict[tuple[str, str, str], TrainingRuntime] = field(default_factory=dict)
     use_defaults: bool = True
+    # The runtime documents checked while collecting them, so that :func:`check` does not check
+    # them a second time (keyed by identity; the document is kept to keep the key valid).
+    checked: dict[int, tuple[dict[str, Any], documents.Checked]] = field(default_factory=dict)
 
     @classmethod
     def from_documents(cls, datas: Iterable[dict[str, Any]]) -> Catalog:
@@ -46,9 +49,17 @@ class Catalog:
             if str(data.get("kind")) not in c.RUNTIME_KINDS:
                 continue
             checked = documents.check_document(data)
+            catalog.checked[id(data)] = (data, checked)
             if isinstance(checked.object, TrainingRuntime):
                 catalog.add(checked.object)
         return catalog
+
+    def check_document(self, data: dict[str, Any]) -> documents.Checked:
+        """:func:`documents.check_document`, once per document (nothing here changes what it returns)."""
+        known = self.checked.get(id(data))
+        if known is not None and known[0] is data:
+            return known[1]
+        return documents.check_document(data)
 
     def add(self, runtime: TrainingRuntime) -> None:
         namespace = (runtime.metadata.namespace or "default") if runtime.kind == c.TRAINING_RUNTIME else ""
@@ -101,7 +112,7 @@ def _metadata(data: dict[str, Any]) -> list[Issue]:
 def check(data: dict[str, Any], catalog: Catalog, *, strict: bool = False) -> Findings:
     """Everything wrong with one document, split into errors and warnings."""
     findings = Findings()
-    checked = documents.check_document(data)
+    checked = catalog.check_document(data)
     findings.errors += checked.errors
     if strict:
         findings.errors += [Issue(i.path, i.message, "cluster", i.rule) for i in checked.unknown]
@@ -170,7 +181,9 @@ def _trainjob(job: TrainJob, catalog: Catalog, findings: Findings) -> None:
         findings.warnings += compat.check_gpu_use(job, runtime, gpus_per_node(built.info.resources_per_node()))
     framework = runtime.spec.ml_policy.framework if runtime.spec.ml_policy else None
     findings.warnings += envrefs.check(job, built.jobset, framework)
-    jobset = jobset_webhook.jobset_defaults(with_defaults(built.jobset, openapi_schema(JOBSET)))
+    # in place: the JobSet was just built, and nothing reads it after this
+    defaulted = with_defaults(built.jobset, openapi_schema(JOBSET), in_place=True)
+    jobset = jobset_webhook.jobset_defaults(defaulted, in_place=True)
     for issue in jobset_webhook.check_jobset(jobset):
         findings.errors.append(
             Issue(

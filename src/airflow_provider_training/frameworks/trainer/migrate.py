@@ -18,17 +18,17 @@ runtime), and what the v1 operator injected (TF_CONFIG, PADDLE_*, MX_CONFIG…) 
 
 from __future__ import annotations
 
+import bisect
 import copy
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import yaml
-
 from airflow_provider_training.specs.kinds import KINDS
 from airflow_provider_training.specs.trainer import constants as c
-from airflow_provider_training.specs.trainer.runtimes import default_runtime_documents
+from airflow_provider_training.specs.trainer.runtimes import default_runtime_document
+from airflow_provider_training.specs.yamldump import safe_dump_all
 
 MANAGER = "airflow-provider-training.io/migrate"
 
@@ -72,7 +72,7 @@ class Migration:
             if found:
                 lines.append(f"# {titles[kind]}:")
                 lines += [f"#   {finding}" for finding in found]
-        body = yaml.safe_dump_all(self.documents(), sort_keys=False)
+        body = safe_dump_all(self.documents())
         return "\n".join(lines) + "\n---\n" + body
 
 
@@ -96,11 +96,25 @@ def _child(path: str, key: str, parent: dict[str, Any]) -> str:
 class _Ledger:
     def __init__(self, document: dict[str, Any]) -> None:
         self.leaves = _leaves(document, "")
+        # sorted, so that the leaves under a path are one slice: a claim per field over every leaf
+        # made a job with thousands of env entries quadratic
+        self._sorted = sorted(self.leaves)
         self.claimed: set[str] = set()
         self.findings: list[Finding] = []
 
+    def _under(self, path: str) -> list[str]:
+        """The leaves at ``path`` or below it."""
+        matched = []
+        for i in range(bisect.bisect_left(self._sorted, path), len(self._sorted)):
+            leaf = self._sorted[i]
+            if not leaf.startswith(path):
+                break
+            if len(leaf) == len(path) or leaf[len(path)] in ".[":
+                matched.append(leaf)
+        return matched
+
     def claim(self, path: str, message: str, kind: Kind = "mapped", *, quiet: bool = False) -> None:
-        matched = [leaf for leaf in self.leaves if leaf == path or leaf.startswith((path + ".", path + "["))]
+        matched = self._under(path)
         if not matched:
             return
         self.claimed.update(matched)
@@ -331,10 +345,10 @@ RESERVED = {"PyTorchJob": c.TORCH_RESERVED_ENV, "XGBoostJob": c.XGBOOST_RESERVED
 
 
 def _default_runtime(name: str) -> dict[str, Any]:
-    for document in default_runtime_documents(install_overlay=False):
-        if document["metadata"]["name"] == name:
-            return document
-    raise KeyError(name)  # pragma: no cover - the bundled runtimes are fixed
+    document = default_runtime_document(name, install_overlay=False)
+    if document is None:  # pragma: no cover - the bundled runtimes are fixed
+        raise KeyError(name)
+    return document
 
 
 def migrate(job: dict[str, Any]) -> Migration:

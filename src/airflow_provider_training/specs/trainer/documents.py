@@ -72,7 +72,8 @@ def check_document(data: dict[str, Any], old: dict[str, Any] | None = None) -> C
         return result
     pruned = structural.pruned
     result.errors += trainer_schema.constraints(pruned, schema)
-    defaulted = trainer_schema.with_defaults(pruned, schema)
+    # without errors the pruned document is a new tree (the check rebuilds every object and list)
+    defaulted = trainer_schema.with_defaults(pruned, schema, in_place=True)
     old_defaulted = trainer_schema.with_defaults(old, schema) if old is not None else None
     named = with_generated_name(defaulted)  # the API server names the object before validating it
     if old_defaulted is None:

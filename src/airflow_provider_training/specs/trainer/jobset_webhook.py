@@ -25,9 +25,10 @@ JOB_FAILURE_REASONS = (
 _RULE_NAME = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
 
 
-def jobset_defaults(jobset: dict[str, Any]) -> dict[str, Any]:
-    """The JobSet mutating webhook's defaults (``jobset:pkg/webhooks/jobset_webhook.go``); returns a copy."""
-    out = copy.deepcopy(jobset)
+def jobset_defaults(jobset: dict[str, Any], *, in_place: bool = False) -> dict[str, Any]:
+    """The JobSet mutating webhook's defaults (``jobset:pkg/webhooks/jobset_webhook.go``); returns a copy,
+    or ``jobset`` itself with ``in_place`` (for a caller that just built it)."""
+    out = jobset if in_place else copy.deepcopy(jobset)
     spec = out.setdefault("spec", {})
     spec.setdefault("successPolicy", {"operator": "All"})
     spec.setdefault("startupPolicy", {"startupPolicyOrder": "AnyOrder"})

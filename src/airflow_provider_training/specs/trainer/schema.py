@@ -11,6 +11,10 @@ on updates, where the old value can be correlated, as the API server does.
 from __future__ import annotations
 
 import copy
+import hashlib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -19,33 +23,67 @@ from airflow_provider_training.specs.issues import Issue, index, join
 # --- defaults ----------------------------------------------------------------------------------------
 
 
-def with_defaults(value: Any, schema: dict[str, Any]) -> Any:
+def with_defaults(value: Any, schema: dict[str, Any], *, in_place: bool = False) -> Any:
     """A copy of ``value`` with the schema's ``default``s filled in where a field is absent.
 
     Defaults apply inside objects that exist (the API server never creates a parent to default a
-    child), and are themselves defaulted.
+    child), and are themselves defaulted. ``in_place`` fills ``value`` itself, for a caller that
+    holds the only reference to a tree it just built (the schema check's pruned copy).
     """
-    return _default(copy.deepcopy(value), schema)
+    return _default(value if in_place else copy.deepcopy(value), schema)
 
 
 def _default(value: Any, schema: dict[str, Any]) -> Any:
     if isinstance(value, dict):
-        properties: dict[str, Any] = schema.get("properties", {})
-        for key, sub in properties.items():
-            if key not in value and "default" in sub:
+        plan = _plan(schema)
+        for key in [key for key in value if key in plan.deep]:
+            if value[key] is not None:
+                value[key] = _default(value[key], plan.properties[key])
+        for key, sub in plan.own:  # the absent ones, in the schema's order
+            if key not in value:
                 value[key] = _default(copy.deepcopy(sub["default"]), sub)
-            elif key in value and value[key] is not None:
-                value[key] = _default(value[key], sub)
-        additional = schema.get("additionalProperties")
-        if isinstance(additional, dict):
+        if plan.additional is not None:
             for key in value:
-                if key not in properties and value[key] is not None:
-                    value[key] = _default(value[key], additional)
+                if key not in plan.properties and value[key] is not None:
+                    value[key] = _default(value[key], plan.additional)
     elif isinstance(value, list):
         items = schema.get("items")
-        if isinstance(items, dict):
+        if isinstance(items, dict) and _plan(items).below:
             return [_default(item, items) for item in value]
     return value
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """Where defaults are, under one schema node: walking every property of a pod spec for each
+    object, most of them without a default anywhere below, was most of the defaulting."""
+
+    schema: dict[str, Any]
+    below: bool  # a default at or below this node
+    properties: dict[str, Any]
+    own: list[tuple[str, dict[str, Any]]]  # properties with a default, in the schema's order
+    deep: frozenset[str]  # properties with a default at or below them
+    additional: dict[str, Any] | None  # additionalProperties, when defaults are below it
+
+
+_PLANS: dict[int, _Plan] = {}  # by id; the plan keeps its schema, so the id stays the schema's
+
+
+def _plan(schema: dict[str, Any]) -> _Plan:
+    known = _PLANS.get(id(schema))
+    if known is not None and known.schema is schema:
+        return known
+    properties: dict[str, Any] = schema.get("properties", {})
+    own = [(key, sub) for key, sub in properties.items() if "default" in sub]
+    # provisional answer for a schema that contains itself
+    _PLANS[id(schema)] = _Plan(schema, True, properties, own, frozenset(properties), None)
+    deep = frozenset(key for key, sub in properties.items() if _plan(sub).below)
+    additional = schema.get("additionalProperties")
+    extra = additional if isinstance(additional, dict) and _plan(additional).below else None
+    items = schema.get("items")
+    below = "default" in schema or bool(own or deep or extra) or (isinstance(items, dict) and _plan(items).below)
+    plan = _PLANS[id(schema)] = _Plan(schema, below, properties, own, deep, extra)
+    return plan
 
 
 # --- value constraints -------------------------------------------------------------------------------
@@ -133,12 +171,13 @@ def cel_rules(value: Any, schema: dict[str, Any], old: Any = _MISSING, path: str
 def _cel(value: Any, schema: dict[str, Any], old: Any, has_old: bool, path: str, issues: list[Issue]) -> None:
     if value is None or not _has_rules(id(schema), schema):
         return
+    converted: dict[Any, Any] = {}  # self and oldSelf as the rules here read them, shared
     for rule in schema.get("x-kubernetes-validations", []):
         text = rule.get("rule", "")
         transition = "oldSelf" in text
         if transition and (not has_old or old is None):
             continue
-        if _evaluate(text, value, old if transition else None) is False:
+        if _evaluate(text, value, old if transition else None, converted) is False:
             message = rule.get("message") or f"failed rule: {text}"
             issues.append(
                 _issue(
@@ -209,23 +248,155 @@ def _has_rules(key: int, schema: dict[str, Any]) -> bool:
     return found
 
 
+# Rules with a macro go through cel-python's interpreter; the rest through its transpiler (Python
+# code, 3-4 times faster to run). The transpiler of cel-python 0.5 gets macros wrong (``has()``
+# yields a Python bool that ``exists()`` cannot combine), so it never sees one;
+# ``tests/trainer/test_cel.py`` holds both ways to the interpreter on every vendored rule.
+_MACRO = re.compile(r"\b(?:has|all|exists|exists_one|map|filter|dyn)\s*\(")
+
+
 @cache
-def _program(rule: str) -> Any:
+def _program(rule: str) -> Callable[[dict[str, Any]], Any]:
+    """The rule, ready to evaluate with a context (``self``, ``oldSelf``), made once per rule."""
     import celpy  # imported lazily: building the CEL grammar takes a noticeable fraction of a second
+    from celpy import evaluation
 
-    env = celpy.Environment()
-    return env.program(env.compile(rule))
+    _transpiler_parser()
+    if _MACRO.search(rule):
+        env = celpy.Environment()
+        runner = env.program(env.compile(rule))
+        ast, base = runner.ast, runner.new_activation()
+        # the activation (types, functions) made once: making one per evaluation was half of the
+        # interpreter's time; each evaluation works on a clone of it
+        return lambda context: evaluation.Evaluator(ast, activation=base).evaluate(context)
+    env = celpy.Environment(runner_class=celpy.CompiledRunner)
+    compiled = env.program(env.compile(rule))
+    assert isinstance(compiled, celpy.CompiledRunner)
+    transpiler = compiled.tp
+    functions = vars(evaluation)
+
+    def run(context: dict[str, Any]) -> Any:
+        # ``CompiledRunner.evaluate`` binds the activation in celpy.evaluation's own globals (two
+        # threads admitting objects would read each other's ``self``) and logs every rule that does
+        # not apply to a shape as an "Internal error"; this runs the same code in a scope of its own.
+        scope = {**functions, "base_activation": _Variables(transpiler.base_activation, context)}
+        exec(transpiler.executable_code, scope)
+        return scope["CEL"]
+
+    return run
 
 
-def _evaluate(rule: str, value: Any, old: Any) -> bool | None:
-    """True / False, or None when the rule cannot be evaluated (a field it reads is absent)."""
+class _Variables:
+    """The activation transpiled code reads ``self`` and ``oldSelf`` from, as plain attributes:
+    celpy's ``Activation`` resolves each through its chain of name containers and logs it, two
+    thirds of a short rule's time. Anything else (a name the context lacks included) is looked up
+    in celpy's own activation, made only then, so it answers or fails exactly as before."""
+
+    def __init__(self, base: Any, context: dict[str, Any]) -> None:
+        self.__dict__.update(context)
+        self._base, self._context = base, context
+
+    def __getattr__(self, name: str) -> Any:
+        activation = self._base.clone()
+        activation.identifiers.load_values(self._context)
+        return getattr(activation, name)
+
+
+def _transpiler_parser() -> None:
+    """cel-python keeps one parser per process, built for the first Environment's runner; the
+    transpiler needs trees of its own class (which the interpreter reads as well)."""
+    from celpy import celparser, evaluation
+
+    parser = celparser.CELParser.CEL_PARSER
+    if parser is None or parser.options.tree_class is not evaluation.TranspilerTree:
+        celparser.CELParser.CEL_PARSER = None
+        celparser.CELParser(tree_class=evaluation.TranspilerTree)
+
+
+# Rule results by (rule, self, oldSelf): a rule is a pure function of its values, and documents
+# checked together repeat them (every runtime ``migrate`` generates carries the same JobSet
+# template). Keyed by a digest of the values' repr (which tells 1, 1.0, "1" and True apart).
+_RESULTS: dict[bytes, bool | None] = {}
+_RESULTS_MAX = 4096
+
+# A use of ``self`` or ``oldSelf`` and the field names after it; a trailing ``(`` makes the last
+# name a method (``self.metadata.name.matches(...)`` reads ``metadata.name``).
+_USE = re.compile(r"(?<!\w)(self|oldSelf)(?!\w)((?:\s*\.\s*[A-Za-z_]\w*)*)(\s*\()?")
+_Paths = frozenset[tuple[str, ...]] | None  # None: the whole value
+
+
+@cache
+def _reads(rule: str) -> dict[str, _Paths]:
+    """The fields of ``self`` and ``oldSelf`` a rule reads: a rule on a whole TrainJob that reads
+    only ``self.metadata.name`` is evaluated (and remembered) on ``{metadata: {name}}``, not on the
+    document. A path may be longer than needed, never shorter: whatever follows a path (an index,
+    a method, a macro) reads inside the subtree the path keeps whole; any other use keeps it all."""
+    paths: dict[str, set[tuple[str, ...]] | None] = {"self": set(), "oldSelf": set()}
+    for match in _USE.finditer(rule):
+        names = tuple(name.strip() for name in match.group(2).split(".")[1:])
+        if match.group(3):
+            names = names[:-1]
+        known = paths[match.group(1)]
+        if not names or known is None:
+            paths[match.group(1)] = None
+        else:
+            known.add(names)
+    return {role: None if found is None else frozenset(found) for role, found in paths.items()}
+
+
+def _project(value: Any, paths: frozenset[tuple[str, ...]]) -> Any:
+    """``value`` with only the fields on ``paths`` (each kept whole where its path ends, or where
+    the value stops being an object); keys in the value's order."""
+    if not isinstance(value, dict) or () in paths:
+        return value
+    below: dict[str, set[tuple[str, ...]]] = {}
+    for path in paths:
+        below.setdefault(path[0], set()).add(path[1:])
+    return {key: _project(item, frozenset(below[key])) for key, item in value.items() if key in below}
+
+
+def _view(role: str, value: Any, paths: _Paths, converted: dict[Any, Any]) -> list[Any]:
+    """[the value the rule sees, its repr], shared by the rules at one place that read the same."""
+    key = (role, paths)
+    if key not in converted:
+        seen = value if paths is None else _project(value, paths)
+        converted[key] = [seen, repr(seen).encode("utf-8", "surrogatepass")]
+    view: list[Any] = converted[key]
+    return view
+
+
+def _evaluate(rule: str, value: Any, old: Any, converted: dict[Any, Any]) -> bool | None:
+    """True / False, or None when the rule cannot be evaluated (a field it reads is absent).
+
+    ``converted`` holds what the rules at one place share: the values they read, their repr and
+    their CEL form."""
+    reads = _reads(rule)
+    views = [_view("self", value, reads["self"], converted)]
+    if old is not None:
+        views.append(_view("oldSelf", old, reads["oldSelf"], converted))
+    key = hashlib.blake2b(digest_size=20)
+    for part in (rule.encode("utf-8", "surrogatepass"), *(view[1] for view in views)):
+        key.update(len(part).to_bytes(8, "big") + part)
+    digest = key.digest()
+    if digest in _RESULTS:
+        return _RESULTS[digest]
+    result = _evaluate_uncached(rule, views)
+    if len(_RESULTS) >= _RESULTS_MAX:
+        _RESULTS.clear()
+    _RESULTS[digest] = result
+    return result
+
+
+def _evaluate_uncached(rule: str, views: list[list[Any]]) -> bool | None:
     import celpy
 
-    activation = {"self": celpy.json_to_cel(value)}
-    if old is not None:
-        activation["oldSelf"] = celpy.json_to_cel(old)
+    activation = {}
+    for role, view in zip(("self", "oldSelf"), views, strict=False):
+        if len(view) < 3:  # the CEL form, made once per view
+            view.append(celpy.json_to_cel(view[0]))
+        activation[role] = view[2]
     try:
-        result = _program(rule).evaluate(activation)
+        result = _program(rule)(activation)
     except Exception:  # CELEvalError and friends: the rule does not apply to this shape
         return None
     if isinstance(result, celpy.CELEvalError):
