@@ -644,6 +644,35 @@ class Store:
             self._write_update(resource, new, old, extras)
             return new
 
+    def update_many_with(
+        self,
+        resource: str,
+        items: Sequence[
+            tuple[str, str, Callable[[dict[str, Any]], dict[str, Any] | None], Sequence[tuple[str, dict[str, Any]]]]
+        ],
+    ) -> builtins.list[dict[str, Any] | None]:
+        """:meth:`update_with` for each (namespace, name, change, also_create), all in one transaction
+        (the node agent's statuses for a large group of pods: one commit, not one per pod). An object
+        that is gone, or whose ``change`` returns None, is left out (None in its place)."""
+        with self._lock:
+            rv = self._rv + 1
+            changes: builtins.list[tuple[str, str, dict[str, Any], dict[str, Any] | None]] = []
+            out: builtins.list[dict[str, Any] | None] = []
+            for namespace, name, change, also_create in items:
+                row = self._row(resource, namespace, name)
+                new = change(_loads(row[0])) if row is not None else None
+                if row is None or new is None:
+                    out.append(None)
+                    continue
+                old = _loads(row[0])
+                _carry_metadata(new["metadata"], old["metadata"], _spec_of(new) != _spec_of(old))
+                extras = [(extra_resource, _copy(given)) for extra_resource, given in also_create]
+                changes += self._update_changes(resource, new, old, extras, rv + len(changes))
+                out.append(new)
+            if changes:
+                self._commit(rv, changes)
+        return out
+
     def _write_update(
         self,
         resource: str,
@@ -653,8 +682,19 @@ class Store:
         encoded: _Encoded | None = None,
     ) -> None:
         """(called with the lock held, ``obj``'s metadata carried over from ``old``, the stored object)"""
-        meta = obj["metadata"]
         rv = self._rv + 1
+        self._commit(rv, self._update_changes(resource, obj, old, extras, rv), encoded)
+
+    def _update_changes(
+        self,
+        resource: str,
+        obj: dict[str, Any],
+        old: dict[str, Any],
+        extras: builtins.list[tuple[str, dict[str, Any]]],
+        rv: int,
+    ) -> builtins.list[tuple[str, str, dict[str, Any], dict[str, Any] | None]]:
+        """An update's changes for ``_commit``, the first at resourceVersion ``rv`` (lock held)."""
+        meta = obj["metadata"]
         meta["resourceVersion"] = str(rv)
         deleted = meta.get("deletionTimestamp") and not meta.get("finalizers")
         changes: builtins.list[tuple[str, str, dict[str, Any], dict[str, Any] | None]] = [
@@ -666,7 +706,7 @@ class Store:
                 raise AlreadyExistsError(extra_meta["name"])
             _stamp_new(extra_meta, rv + len(changes))
             changes.append(("ADDED", extra_resource, extra, None))
-        self._commit(rv, changes, encoded)
+        return changes
 
     def delete(
         self,

@@ -35,6 +35,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -462,8 +463,14 @@ class NodeAgent:
                 self._cannot_start(pod, podspec.PodConfigError("CreateContainerConfigError", _describe(exc)))
             return True
         if not decision.admitted:
-            # (in slow-start batches, as every write of a large group: the loop serves others between)
-            await slow_start_batch(pods, lambda pod: self._unschedulable(pod, decision.message))
+            # (in slow-start batches, as every write of a large group: the loop serves others between;
+            # each batch's statuses and events one transaction)
+            pending: list[tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]] = []
+            await slow_start_batch(
+                pods,
+                lambda pod: self._unschedulable(pod, decision.message, pending),
+                after_batch=lambda: self._store_statuses(pending),
+            )
             return False
         with self.network.batch():  # the group's addresses persisted once, before any of them runs
             for pod in pods:
@@ -511,7 +518,10 @@ class NodeAgent:
         current = self.store.get(PODS.key, meta["namespace"], meta["name"])
         return current is not None and current["metadata"].get("uid") == meta["uid"]
 
-    def _unschedulable(self, pod: dict[str, Any], message: str) -> None:
+    def _unschedulable(
+        self, pod: dict[str, Any], message: str, pending: list[tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]]
+    ) -> None:
+        """Queue the pod's PodScheduled=False status and its FailedScheduling event on ``pending``."""
         uid = pod["metadata"]["uid"]
         # The same reason with other counts (the group grew: "(N GPU(s) wanted, ...)") is no news:
         # rewriting every waiting pod of a large job each time one more arrived was quadratic.
@@ -519,7 +529,18 @@ class NodeAgent:
             return
         self.reported[uid] = message
         event = podstatus.unschedulable(pod.setdefault("status", {}), message, now_timestamp())
-        self._write(pod, events=((*event, "default-scheduler"),))  # one transaction, not two
+        pending.append((pod, [(EVENTS.key, new_event(pod, *event, "default-scheduler"))]))
+
+    def _store_statuses(self, pending: list[tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]]) -> None:
+        """The queued statuses (and events) over the stored pods, in one transaction."""
+        items = [
+            (pod["metadata"]["namespace"], pod["metadata"]["name"], self._status_change(pod), also)
+            for pod, also in pending
+        ]
+        pending.clear()
+        for written in self.store.update_many_with(PODS.key, items):
+            if written is not None:
+                self.own_writes.add(written)
 
     def _start(self, pod: dict[str, Any], gpu_ids: list[str]) -> bool:
         meta = pod["metadata"]
@@ -819,6 +840,16 @@ class NodeAgent:
         """``pod``'s status and nodeName over the stored pod, read and written as one step (a
         client's write to the pod meanwhile is kept), if it is still the same pod."""
         meta = pod["metadata"]
+        written = self.store.update_with(
+            PODS.key, meta["namespace"], meta["name"], self._status_change(pod), also_create=also
+        )
+        if written is not None:
+            self.own_writes.add(written)
+
+    @staticmethod
+    def _status_change(pod: dict[str, Any]) -> Callable[[dict[str, Any]], dict[str, Any] | None]:
+        """``pod``'s status and nodeName over the stored pod, if it is still the same pod."""
+        meta = pod["metadata"]
 
         def change(current: dict[str, Any]) -> dict[str, Any] | None:
             if current["metadata"].get("uid") != meta.get("uid"):
@@ -828,9 +859,7 @@ class NodeAgent:
                 current.setdefault("spec", {})["nodeName"] = pod["spec"]["nodeName"]
             return current
 
-        written = self.store.update_with(PODS.key, meta["namespace"], meta["name"], change, also_create=also)
-        if written is not None:
-            self.own_writes.add(written)
+        return change
 
     def _remove_pod_dirs(self, directory: Path) -> None:
         """A pod's runtime directory and its disk-backed emptyDir volumes."""
