@@ -4,8 +4,11 @@ created, read, listed, patched and deleted, and while ``kubectl exec`` sends a 1
 second client's ``GET /api/v1/namespaces`` stays under 200 ms at the 99th percentile.
 
 Before the fix each of them held the API server's event loop for seconds (item 1: minutes), so
-that second client waited as long. The bound is generous against a loaded CI machine: on an idle
-2-core one the p99 is tens of milliseconds (``benchmarks/hardening.py --only lag`` measures it).
+that second client waited as long (p99 5-7 s). The bound is generous against a loaded CI machine:
+on an idle 2-core one the p99 is tens of milliseconds (``benchmarks/hardening.py --only lag``
+measures it). On a machine so oversubscribed that the same client already waits long beside an
+idle daemon (a second of samples first), the bound is ``IDLE_FACTOR`` times that idle p99: what is
+checked is what the heavy request adds, not how busy the machine is.
 
 A private daemon: its pods ask for a GPU it does not have, so a 1,000-pod job's pods are created
 and stay Pending, and it runs jobs of up to 200,000 pods (``AIRFLOW_TRAINING_MAX_PODS_PER_JOB``) so
@@ -35,6 +38,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
 KUBECTL = Path(sys.executable).with_name("kubectl")
 P99_LIMIT = 0.2
+IDLE_FACTOR = 3
 TRAINJOBS = "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs"
 PODS = "/api/v1/namespaces/default/pods"
 JOBS = "/apis/batch/v1/namespaces/default/jobs"
@@ -69,8 +73,9 @@ def http(plane: ControlPlane) -> Iterator[httpx.Client]:
 
 @contextmanager
 def second_client(plane: ControlPlane) -> Iterator[list[float]]:
-    """``GET /api/v1/namespaces`` every 10 ms from another connection while the block runs; the
-    latencies (seconds) are checked against ``P99_LIMIT`` when it ends."""
+    """``GET /api/v1/namespaces`` every 10 ms from another connection, a second beside the idle
+    daemon and then while the block runs; the block's latencies (seconds) are checked against
+    ``P99_LIMIT`` (or ``IDLE_FACTOR`` times the idle p99, if more) when it ends."""
     latencies: list[float] = []
     done = threading.Event()
 
@@ -84,19 +89,29 @@ def second_client(plane: ControlPlane) -> Iterator[list[float]]:
 
     thread = threading.Thread(target=probe, daemon=True)
     thread.start()
+    time.sleep(1)
+    idle = _p99(latencies)
+    latencies.clear()
     try:
         yield latencies
     finally:
         done.set()
         thread.join()
     ordered = sorted(latencies)
-    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+    p99, limit = _p99(ordered), max(P99_LIMIT, IDLE_FACTOR * idle)
     print(
         f"GET /api/v1/namespaces beside it: n={len(ordered)} p50 {ordered[len(ordered) // 2] * 1000:.0f} ms, "
-        f"p99 {p99 * 1000:.0f} ms, max {ordered[-1] * 1000:.0f} ms"
+        f"p99 {p99 * 1000:.0f} ms, max {ordered[-1] * 1000:.0f} ms (idle p99 {idle * 1000:.0f} ms)"
     )
     assert len(ordered) >= 20, "the second client hardly got an answer"
-    assert p99 < P99_LIMIT, f"p99 {p99 * 1000:.0f} ms (max {ordered[-1] * 1000:.0f} ms, n={len(ordered)})"
+    assert p99 < limit, (
+        f"p99 {p99 * 1000:.0f} ms (max {ordered[-1] * 1000:.0f} ms, n={len(ordered)}, idle p99 {idle * 1000:.0f} ms)"
+    )
+
+
+def _p99(samples: list[float]) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] if ordered else 0.0
 
 
 def until(check: Callable[[], bool], timeout: float = 120) -> None:
