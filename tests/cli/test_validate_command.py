@@ -99,3 +99,32 @@ def test_documents_per_file_are_capped_and_refused_fast(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert f"{path}" in proc.stdout + proc.stderr and "more than 10000 YAML documents" in proc.stdout + proc.stderr
     assert elapsed < 15, elapsed
+
+
+def test_a_job_larger_than_the_embedded_control_plane_runs_is_a_warning(tmp_path: Path) -> None:
+    """A cluster takes it (exit 0); the embedded control plane would refuse it, and says how to
+    raise its limit (issue 25 item 1)."""
+    path = tmp_path / "big.yaml"
+    trainjob = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "million"},
+        "spec": {"runtimeRef": {"name": "torch-distributed"}, "trainer": {"numNodes": 1_000_000}},
+    }
+    path.write_text(yaml.safe_dump(trainjob))
+    result = _run("-f", str(path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "TrainJob million: valid (0 error(s), 1 warning(s))" in result.stdout
+    assert (
+        "warning: spec.trainer.numNodes: the embedded control plane would refuse this: Invalid value: 1000000: "
+        "this TrainJob would run 1000000 pods at once" in result.stdout
+    )
+    assert "AIRFLOW_TRAINING_MAX_PODS_PER_JOB" in result.stdout
+    raised = subprocess.run(
+        [sys.executable, "-m", "airflow_provider_training.cli", "validate", "-f", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "AIRFLOW_TRAINING_MAX_PODS_PER_JOB": "2000000"},
+    )
+    assert "0 warning(s)" in raised.stdout, raised.stdout

@@ -161,3 +161,50 @@ def test_a_controllers_own_writes_start_no_pass_but_anyone_elses_do(store: Store
 
     asyncio.run(running(store, tmp_path, controller, body, own_writes=controller.own))
     assert controller.passes == [ObjectRef("Job", "ns", "a")] * 3
+
+
+def test_slow_start_batches_grow_stop_and_let_the_loop_in_between() -> None:
+    """controller.SlowStartBatch as the controllers use it (issue 25 item 1): batches of 1, 2, 4, ...
+    up to a cap, the event loop serving others between them (a 1,000-pod job's pods were written
+    in one go, holding every client); a failure ends it; ``proceed`` stops it between batches."""
+    from airflow_provider_training.embedded.runtime import batches
+
+    async def scenario() -> None:
+        calls: list[tuple[str, int]] = []
+        ticking = True
+
+        async def other() -> None:  # a client's request, another controller
+            while ticking:
+                calls.append(("other", -1))
+                await asyncio.sleep(0)
+
+        task = asyncio.create_task(other())
+        await asyncio.sleep(0)
+        done = await batches.slow_start_batch(list(range(40)), lambda i: calls.append(("item", i)) or i)
+        ticking = False
+        await task
+        assert done == list(range(40))
+        runs, run = [], 0
+        for what, _ in calls[1:]:
+            if what == "item":
+                run += 1
+            elif run:
+                runs.append(run)
+                run = 0
+        assert runs[:4] == [1, 2, 4, 8] and max(runs) <= batches.MAX_BATCH and sum(runs) + run == 40
+
+        seen: list[int] = []
+        stop_after = 3
+        assert await batches.slow_start_batch(list(range(40)), seen.append, proceed=lambda: len(seen) < stop_after)
+        assert seen == [0, 1, 2]  # batches 1 and 2, then proceed said no
+
+        def fail(i: int) -> int:
+            if i == 4:
+                raise RuntimeError("quota")
+            return i
+
+        with pytest.raises(RuntimeError):
+            await batches.slow_start_batch(list(range(40)), fail)
+        assert batches.per_pass(list(range(1200))) == (list(range(batches.MAX_PER_PASS)), True)
+
+    asyncio.run(scenario())

@@ -359,3 +359,51 @@ def test_pod_spec_is_immutable_and_status_only_through_the_subresource(http: htt
     assert response.status_code == 200 and response.json()["status"]["phase"] == "Succeeded", response.text
     final = http.get(item).json()
     assert final["spec"]["containers"][0]["image"] == "python:3.12" and final["spec"]["activeDeadlineSeconds"] == 50
+
+
+def test_a_job_of_more_pods_than_this_machine_runs_is_refused_naming_the_field(
+    control_plane: ControlPlane, http: httpx.Client, test_namespace: str
+) -> None:
+    """Issue 25 item 1: a TrainJob of 1,000,000 nodes was admitted and stalled every client for
+    minutes. The embedded control plane refuses more than AIRFLOW_TRAINING_MAX_PODS_PER_JOB pods
+    (1,000 by default) for one job, as kubectl shows it, and stores nothing."""
+    trainjob = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "million", "namespace": test_namespace},
+        "spec": {"runtimeRef": {"name": "torch-distributed"}, "trainer": {"numNodes": 1_000_000}},
+    }
+    done = kubectl(control_plane, "create", "-f", "-", stdin=json.dumps(trainjob))
+    assert done.returncode == 1
+    assert 'The TrainJob "million" is invalid: spec.trainer.numNodes: Invalid value: 1000000:' in done.stderr
+    assert "at most 1000 pods for one job" in done.stderr and "AIRFLOW_TRAINING_MAX_PODS_PER_JOB" in done.stderr
+    trainjobs = f"/apis/trainer.kubeflow.org/v1alpha1/namespaces/{test_namespace}/trainjobs"
+    assert http.get(f"{trainjobs}/million").status_code == 404
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "wide"},
+        "spec": {"parallelism": 5000, "template": {"spec": {**pod("x")["spec"], "restartPolicy": "Never"}}},
+    }
+    body = status(http.post(_url(test_namespace, "jobs"), json=job), 422)
+    assert body["details"]["causes"][0]["field"] == "spec.parallelism"
+    worker = {"replicas": 20_000, "template": {"spec": {"containers": [{"name": "pytorch", "image": "python:3.11"}]}}}
+    pytorchjob = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "wide"},
+        "spec": {"pytorchReplicaSpecs": {"Worker": worker}},
+    }
+    body = status(http.post(f"/apis/kubeflow.org/v1/namespaces/{test_namespace}/pytorchjobs", json=pytorchjob), 422)
+    assert body["details"]["causes"][0]["field"] == "spec.pytorchReplicaSpecs[Worker].replicas"
+    # hostile: a count past int32 is kube-apiserver's decoding error, not a cap
+    job["spec"]["parallelism"] = 3_000_000_000
+    body = status(http.post(_url(test_namespace, "jobs"), json=job), 400)
+    assert body["message"].endswith(
+        "json: cannot unmarshal number 3000000000 into Go struct field JobSpec.spec.parallelism of type int32"
+    )
+    # a job at the cap is admitted (and, suspended, runs nothing)
+    trainjob["spec"]["trainer"]["numNodes"] = 1000
+    trainjob["spec"]["suspend"] = True
+    assert http.post(trainjobs, json=trainjob).status_code == 201
+    http.delete(f"{trainjobs}/million")

@@ -85,3 +85,21 @@ def test_allocation_wraps_around_past_the_last_address(tmp_path: Path) -> None:
     path.write_text(json.dumps({"hosts": {"ns/first": "127.1.0.1", "ns/last": "127.255.255.254"}, "ports": {}}))
     network = Network(path, routable=True)
     assert network.pod_address("ns", "new") == "127.1.0.2"  # past the end: from the start, skipping what is held
+
+
+def test_every_pod_hostname_in_a_jobsets_text_becomes_its_address(tmp_path: Path) -> None:
+    """A hostfile lists the nodes one a line: in the JSON text a name follows ``\\n`` (a letter to a
+    scan for names), and the second node stayed ``mpi-node-0-1.mpi``, unresolvable, so mpirun's
+    exec into it failed. Every name is replaced; a name of no pod of the JobSet is left alone."""
+    from airflow_provider_training.embedded.controllers.jobset import address_key, localize
+
+    network = Network(tmp_path / "network.json", routable=True)
+    jobset = {
+        "metadata": {"name": "mpi", "namespace": "ns"},
+        "spec": {"replicatedJobs": [{"name": "node", "replicas": 1, "template": {"spec": {"parallelism": 12}}}]},
+    }
+    hostfile = "".join(f"mpi-node-0-{i}.mpi slots=1\n" for i in range(12)) + "xmpi-node-0-99.mpi other.mpi\n"
+    localized = localize({"hostfile": hostfile}, jobset, network)["hostfile"].splitlines()
+    for i in range(12):
+        assert localized[i] == f"{network.pod_address('ns', address_key(f'mpi-node-0-{i}'))} slots=1"
+    assert localized[12] == "xmpi-node-0-99.mpi other.mpi"

@@ -177,3 +177,62 @@ def test_strategic_merge_patch_merges_containers_by_name() -> None:
         },
     )
     assert patched == {"spec": {"containers": [{"name": "b", "image": "2"}]}, "metadata": {"finalizers": ["x", "y"]}}
+
+
+def test_reads_answer_while_a_write_holds_the_store(tmp_path: Path) -> None:
+    """Issue 25 item 2: the API server's reads (a client's GET, a controller's list) waited for the
+    writer's lock, which a large object's write holds for tens of milliseconds. A write here is held
+    inside its lock (a listener that waits) while another thread reads: every read answers, with
+    the last commit, and the write then completes."""
+    import threading
+
+    s = Store(tmp_path / "s.db")
+    s.create("core/configmaps", _cm("first", app="x"))
+    inside, release = threading.Event(), threading.Event()
+
+    def hold(event: store_module.WatchEvent) -> None:
+        if event.name == "second":
+            inside.set()
+            release.wait(30)
+
+    s.subscribe(hold)
+    writer = threading.Thread(target=s.create, args=("core/configmaps", _cm("second", app="x")))
+    writer.start()
+    assert inside.wait(10)
+    read: dict[str, object] = {}
+
+    def reads() -> None:
+        read["get"] = s.get("core/configmaps", "ns", "first") is not None
+        read["list"] = [
+            o["metadata"]["name"] for o in s.list("core/configmaps", "ns", label_equals=[("app", "x")]).items
+        ]
+        read["events"] = len(s.events_since(0))
+        read["dependents"] = s.dependents("no-such-uid")
+
+    reader = threading.Thread(target=reads)
+    reader.start()
+    reader.join(10)
+    done_while_held = not reader.is_alive()
+    release.set()
+    writer.join(10)
+    reader.join(10)
+    assert done_while_held, "a read waited for the writer's lock"
+    assert read == {"get": True, "list": ["first", "second"], "events": 2, "dependents": []}
+    s.close()
+
+
+def test_checkpoints_run_beside_the_writers_not_in_their_commits(tmp_path: Path) -> None:
+    """SQLite checkpoints the WAL inside the commit that crosses 1,000 pages (40-60 ms here, often
+    on the event loop); the store turns that off and a thread of its own checkpoints instead."""
+    import time
+
+    from airflow_provider_training.embedded import checkpointer
+
+    s = Store(tmp_path / "s.db")
+    assert s._conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
+    s.create("core/configmaps", {**_cm("big"), "data": {"k": "x" * (checkpointer.AFTER_BYTES // 2 + 1)}})
+    deadline = time.monotonic() + 30
+    while (tmp_path / "s.db").stat().st_size < checkpointer.AFTER_BYTES // 2:  # (still only in the WAL)
+        assert time.monotonic() < deadline, "the WAL was not checkpointed into the database file"
+        time.sleep(0.05)
+    s.close()

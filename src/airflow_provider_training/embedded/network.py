@@ -14,6 +14,7 @@ addresses their peers were told. A change appends a line instead of rewriting th
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import ipaddress
 import json
@@ -23,6 +24,7 @@ import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 from airflow_provider_training.embedded.paths import Home
 from airflow_provider_training.frameworks.addressing import ReplicaRef
@@ -83,7 +85,9 @@ _COMPACT_AFTER = 4096  # journal lines beyond twice the live entries before the 
 
 class Network:
     """Thread-safe allocator; each change is appended to a journal, compacted into the snapshot
-    once the journal outgrows the live entries (amortised O(1) per pod)."""
+    once the journal outgrows the live entries. Every step is O(1) per pod: the ports of a pod and
+    the holders of an address are indexed (a scan of every allocation per release made a 20,000-pod
+    job's deletion quadratic)."""
 
     def __init__(self, path: Path, routable: bool | None = None) -> None:
         self.path = path
@@ -96,16 +100,51 @@ class Network:
         self.journal = path.with_suffix(".journal")
         self._pending: list[str] = []
         self._journal_lines = 0
+        self._journal_file: IO[str] | None = None
+        self._pod_ports: dict[str, set[str]] = {}  # pod key -> its port keys
+        self._holders: collections.Counter[str] = collections.Counter()  # address -> keys holding it
+        self._port_holders: collections.Counter[int] = collections.Counter()  # port -> keys holding it
         with contextlib.suppress(OSError, ValueError, AttributeError):
             data = json.loads(path.read_text())
-            self.hosts = {str(k): str(v) for k, v in data.get("hosts", {}).items()}
-            self.ports = {str(k): int(v) for k, v in data.get("ports", {}).items()}
+            for key, address in data.get("hosts", {}).items():
+                self._set_host(str(key), str(address))
+            for key, number in data.get("ports", {}).items():
+                self._set_port(str(key), int(number))
         self._replay()
-        self._used = {_address_number(a) for a in self.hosts.values()}
+        self._used = {_address_number(a) for a in self._holders}
         # the next address to try: after the newest, so an address given back is not handed out
         # again at once (a peer may still be told it), and an allocation does not scan every
         # address in use
         self._next = max(self._used, default=_FIRST - 1) + 1
+
+    # -- the indexed maps (called with the lock held, or before the allocator is shared) --------
+    def _set_host(self, key: str, address: str) -> None:
+        old = self.hosts.get(key)
+        if old is not None:
+            self._drop_holder(old)
+        self.hosts[key] = address
+        self._holders[address] += 1
+
+    def _drop_holder(self, address: str) -> bool:
+        """One key fewer holds ``address``; True when none does any more."""
+        self._holders[address] -= 1
+        if self._holders[address] > 0:
+            return False
+        del self._holders[address]
+        return True
+
+    def _set_port(self, key: str, number: int) -> None:
+        old = self.ports.get(key)
+        if old is not None:
+            self._drop_port(old)
+        self.ports[key] = number
+        self._port_holders[number] += 1
+        self._pod_ports.setdefault(_pod_of(key), set()).add(key)
+
+    def _drop_port(self, number: int) -> None:
+        self._port_holders[number] -= 1
+        if self._port_holders[number] <= 0:
+            del self._port_holders[number]
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
@@ -127,18 +166,22 @@ class Network:
                 with contextlib.suppress(ValueError, KeyError, TypeError, AttributeError):
                     change = json.loads(line)
                     if "host" in change:
-                        self.hosts[str(change["host"])] = str(change["address"])
+                        self._set_host(str(change["host"]), str(change["address"]))
                     elif "port" in change:
-                        self.ports[str(change["port"])] = int(change["number"])
+                        self._set_port(str(change["port"]), int(change["number"]))
                     elif "release" in change:
                         self._forget(str(change["release"]))
 
     def _forget(self, key: str) -> str | None:
+        """Drop a pod's address and ports; returns the address when no other key holds it."""
         address = self.hosts.pop(key, None)
-        prefix = f"{key}/"
-        for port_key in [k for k in self.ports if k.startswith(prefix)]:
-            del self.ports[port_key]
-        return address
+        for port_key in self._pod_ports.pop(key, ()):
+            number = self.ports.pop(port_key, None)
+            if number is not None:
+                self._drop_port(number)
+        if address is not None and self._drop_holder(address):
+            return address
+        return None
 
     def _record(self, change: dict[str, object]) -> None:
         """(called with the lock held)"""
@@ -155,11 +198,16 @@ class Network:
             tmp = self.path.with_suffix(".tmp")
             tmp.write_text(json.dumps({"hosts": self.hosts, "ports": self.ports}))
             os.replace(tmp, self.path)
+            if self._journal_file is not None:
+                self._journal_file.close()
+                self._journal_file = None
             self.journal.unlink(missing_ok=True)  # the snapshot already holds every change in it
             self._journal_lines = 0
         elif self._pending:
-            with self.journal.open("a") as journal:
-                journal.writelines(self._pending)
+            if self._journal_file is None:  # kept open: a line per pod, not an open and close per pod
+                self._journal_file = self.journal.open("a")
+            self._journal_file.writelines(self._pending)
+            self._journal_file.flush()
             self._journal_lines += len(self._pending)
         self._pending.clear()
 
@@ -176,7 +224,7 @@ class Network:
             self._next = candidate + 1
             self._used.add(candidate)
             address = str(ipaddress.IPv4Address(candidate))
-            self.hosts[key] = address
+            self._set_host(key, address)
             self._record({"host": key, "address": address})
             return address
 
@@ -185,11 +233,10 @@ class Network:
         with self._lock:
             if key in self.ports:
                 return self.ports[key]
-            used = set(self.ports.values())
             port = free_port()
-            while port in used:
+            while port in self._port_holders:
                 port = free_port()
-            self.ports[key] = port
+            self._set_port(key, port)
             self._record({"port": key, "number": port})
             return port
 
@@ -198,21 +245,32 @@ class Network:
         one its hostname was given, so peers told the hostname reach it)."""
         if not self.routable:
             return
+        key = f"{namespace}/{pod}"
         with self._lock:
-            old = self.hosts.get(f"{namespace}/{pod}")
-            self.hosts[f"{namespace}/{pod}"] = address
+            old = self.hosts.get(key)
+            self._set_host(key, address)
             self._used.add(_address_number(address))
-            if old is not None and old not in self.hosts.values():
+            if old is not None and old not in self._holders:
                 self._used.discard(_address_number(old))
-            self._record({"host": f"{namespace}/{pod}", "address": address})
+            self._record({"host": key, "address": address})
 
     def release_pod(self, namespace: str, pod: str) -> None:
         """Forget a pod's address and ports (its job is gone)."""
+        key = f"{namespace}/{pod}"
         with self._lock:
-            address = self._forget(f"{namespace}/{pod}")
-            if address is not None and address not in self.hosts.values():
+            if key not in self.hosts and key not in self._pod_ports:
+                return  # never given anything (a suspended job's 20,000 hostnames): nothing to write
+            address = self._forget(key)
+            if address is not None:
                 self._used.discard(_address_number(address))
-            self._record({"release": f"{namespace}/{pod}"})
+            self._record({"release": key})
+
+
+def _pod_of(port_key: str) -> str:
+    """``namespace/pod`` of a port key ``namespace/pod/name`` (neither a namespace nor a pod's
+    name holds a slash)."""
+    namespace, _, rest = port_key.partition("/")
+    return f"{namespace}/{rest.partition('/')[0]}"
 
 
 class LocalAddressing:

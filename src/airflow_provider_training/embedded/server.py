@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import faulthandler
 import fcntl
+import gc
 import json
 import logging
 import os
@@ -28,7 +29,7 @@ import websockets.http11
 import yaml
 from fastapi import FastAPI
 
-from airflow_provider_training.embedded import kubeconfig
+from airflow_provider_training.embedded import kubeconfig, lagprobe
 from airflow_provider_training.embedded.apiserver import create_app, operatorpod
 from airflow_provider_training.embedded.apiserver.context import ServerContext, Settings
 from airflow_provider_training.embedded.apiserver.crud import ensure_initial_namespaces
@@ -147,6 +148,16 @@ def serve(home: Home, port: int | None = None) -> int:
         operatorpod.ensure(store)  # what `kubectl get pods -n kubeflow` shows for the controllers
         controllers = ControllerContext(store=store, home=home)
         tasks = run_controllers(controllers, [*CONTROLLERS, NodeAgent])
+        probe = lagprobe.start()
+        if probe is not None:
+            tasks.append(probe)
+        # What the daemon loaded to start (modules, models, tables) lives as long as it does: out of
+        # the collector's way, a full collection set off by a large request walks only what came
+        # after, not the whole heap again (each took tens of milliseconds, holding every thread).
+        gc.freeze()
+        # Requests run on worker threads (apiserver/offload.py): hand the interpreter to the event
+        # loop every 2 ms rather than 5 when it waits for it (a request needs it a few times).
+        sys.setswitchinterval(0.002)
         endpoint = {
             "pid": os.getpid(),
             "url": url,

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import json
 import sqlite3
 import threading
 import uuid
@@ -20,6 +19,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from airflow_provider_training.embedded import jsoncodec
+from airflow_provider_training.embedded.checkpointer import WAL_SIZE_LIMIT, Checkpointer
 
 SCHEMA_VERSION = 1
 
@@ -66,6 +68,10 @@ class AlreadyExistsError(StoreError):
 
 class ConflictError(StoreError):
     pass
+
+
+class OwnerGoneError(NotFoundError):
+    """A controller's write for an owner that was deleted, or is being deleted, meanwhile."""
 
 
 class GoneError(StoreError):
@@ -124,6 +130,13 @@ class ListResult:
     next_key: tuple[str, str] | None
 
 
+@dataclass(frozen=True)
+class RawListResult:
+    items: list[str]  # each object's stored JSON text
+    resource_version: int
+    next_key: tuple[str, str] | None
+
+
 Listener = Callable[[WatchEvent], None]
 
 
@@ -132,7 +145,15 @@ def now_timestamp() -> str:
 
 
 def _dumps(obj: Any) -> str:
-    return json.dumps(obj, separators=(",", ":"))
+    return jsoncodec.encode_text(obj)
+
+
+_loads = jsoncodec.decode
+_copy = jsoncodec.copy
+# An update or delete decodes the object it replaces outside the lock (a large object takes tens of
+# milliseconds, and every reader waits for the lock) and commits if nothing was written meanwhile;
+# after this many tries it reads under the lock.
+_OPTIMISTIC_TRIES = 3
 
 
 def _stamp_new(meta: dict[str, Any], rv: int, uid: str | None = None) -> None:
@@ -145,12 +166,18 @@ def _stamp_new(meta: dict[str, Any], rv: int, uid: str | None = None) -> None:
 
 
 class Store:
-    """Thread-safe; writes are serialised by a lock, reads share the same connection under it."""
+    """Thread-safe. Writes are serialised by a lock on one connection; reads go through connections
+    of their own (a pool), so that no read waits for a write: in WAL mode a reader sees the last
+    commit while the next is being written, and writing a large object (a ConfigMap of 150,000
+    keys: 10 MB with its event) holds the writer's lock for tens of milliseconds."""
 
     def __init__(self, path: Path, *, durable: bool = False, event_retention: int = 50_000, check: bool = True) -> None:
         """``check``: run SQLite's ``integrity_check`` first (the daemon does, once per start)."""
         self.path = path
         self._lock = threading.RLock()
+        self._readers: builtins.list[sqlite3.Connection] = []  # idle read connections
+        self._readers_lock = threading.Lock()
+        self._closed = False
         self._listeners: builtins.list[Listener] = []
         self._event_retention = event_retention
         self._conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
@@ -163,12 +190,16 @@ class Store:
             self._open_schema()
             self._rv = int(self._meta("resource_version", "0"))
             self._compacted = int(self._meta("compacted_rv", "0"))
+            # checkpoints on a thread of their own (checkpointer.py), not inside a writer's COMMIT
+            self._conn.execute("PRAGMA wal_autocheckpoint=0")
+            self._conn.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
         except (sqlite3.DatabaseError, ValueError) as exc:
             self._conn.close()
             if isinstance(exc, sqlite3.Error) and _is_full(exc):
                 raise StoreFullError(path) from None
             raise StoreDamagedError(path, str(exc)) from None
         self._writes_since_compaction = 0
+        self._checkpointer = Checkpointer(path)
 
     # -- schema ---------------------------------------------------------------------------------
     def _check_integrity(self) -> None:
@@ -234,8 +265,34 @@ class Store:
         return self._compacted
 
     def close(self) -> None:
+        self._checkpointer.close()
+        with self._readers_lock:
+            self._closed = True
+            idle, self._readers = self._readers, []
+        for conn in idle:
+            conn.close()
         with self._lock:
             self._conn.close()
+
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        """A read connection of the pool, for one read (several statements: one transaction)."""
+        with self._readers_lock:
+            conn = self._readers.pop() if self._readers else None
+        if conn is None:
+            conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA busy_timeout=5000")
+        try:
+            yield conn
+        finally:
+            if conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+            with self._readers_lock:
+                if self._closed:
+                    conn.close()
+                else:
+                    self._readers.append(conn)
 
     # -- listeners ------------------------------------------------------------------------------
     def subscribe(self, listener: Listener) -> Callable[[], None]:
@@ -252,12 +309,58 @@ class Store:
 
     # -- reads ----------------------------------------------------------------------------------
     def get(self, resource: str, namespace: str, name: str) -> dict[str, Any] | None:
-        with self._lock:
-            row = self._conn.execute(
+        raw = self.get_raw(resource, namespace, name)
+        return _loads(raw) if raw is not None else None
+
+    def get_raw(self, resource: str, namespace: str, name: str) -> str | None:
+        """The stored JSON text of an object (what a GET answers, without decoding and encoding it)."""
+        with self._reading() as conn:
+            rows = conn.execute(
                 "SELECT body FROM objects WHERE resource=? AND namespace=? AND name=?",
                 (resource, namespace, name),
-            ).fetchone()
-        return json.loads(row[0]) if row else None
+            ).fetchall()
+        return str(rows[0][0]) if rows else None
+
+    def _row(
+        self, resource: str, namespace: str, name: str, conn: sqlite3.Connection | None = None
+    ) -> tuple[str, int] | None:
+        """(body, resourceVersion) of an object (the writer's connection: called with the lock held)."""
+        row = (
+            (conn or self._conn)
+            .execute(
+                "SELECT body, rv FROM objects WHERE resource=? AND namespace=? AND name=?", (resource, namespace, name)
+            )
+            .fetchone()
+        )
+        return (str(row[0]), int(row[1])) if row else None
+
+    def _row_rv(self, resource: str, namespace: str, name: str, conn: sqlite3.Connection | None = None) -> int | None:
+        row = (
+            (conn or self._conn)
+            .execute("SELECT rv FROM objects WHERE resource=? AND namespace=? AND name=?", (resource, namespace, name))
+            .fetchone()
+        )
+        return int(row[0]) if row else None
+
+    def _read_current(
+        self, resource: str, namespace: str, name: str, attempt: int, expected: dict[str, Any] | None = None
+    ) -> tuple[dict[str, Any], int] | None:
+        """The stored object and its resourceVersion for a write: ``expected`` (the caller's copy)
+        while it is current, else decoded outside the lock on the first tries (the caller re-checks
+        the resourceVersion under the lock), under it after."""
+        if expected is not None and attempt == 0:
+            with self._reading() as conn:
+                rv = self._row_rv(resource, namespace, name, conn)
+            if rv is None:
+                return None
+            if str(rv) == str((expected.get("metadata") or {}).get("resourceVersion")):
+                return expected, rv
+        if attempt < _OPTIMISTIC_TRIES:
+            with self._reading() as conn:
+                row = self._row(resource, namespace, name, conn)
+            return (_loads(row[0]), row[1]) if row else None
+        row = self._row(resource, namespace, name)  # (the caller holds the lock)
+        return (_loads(row[0]), row[1]) if row else None
 
     def list(
         self,
@@ -272,6 +375,58 @@ class Store:
     ) -> ListResult:
         """List in (namespace, name) order. Equality terms narrow through the label index and the
         label filter runs on the small labels column, so bodies are decoded only for candidates."""
+        rows, rv = self._select(resource, namespace, label_equals, label_filter, object_filter, after, limit)
+        items: builtins.list[dict[str, Any]] = []
+        next_key: tuple[str, str] | None = None
+        for _ns, _name, labels, body in rows:
+            if label_filter is not None and not label_filter(_loads(labels)):
+                continue
+            obj = _loads(body)
+            if object_filter is not None and not object_filter(obj):
+                continue
+            if limit is not None and len(items) >= limit:
+                last = items[-1]["metadata"]
+                next_key = (last.get("namespace", ""), last["name"])
+                break
+            items.append(obj)
+        return ListResult(items, rv, next_key)
+
+    def list_raw(
+        self,
+        resource: str,
+        namespace: str | None = None,
+        *,
+        label_equals: Iterable[tuple[str, str]] = (),
+        label_filter: Callable[[dict[str, str]], bool] | None = None,
+        after: tuple[str, str] | None = None,
+        limit: int | None = None,
+        object_filter: None = None,
+    ) -> RawListResult:
+        """:meth:`list` with each item's stored JSON text, not decoded (a list answered as stored)."""
+        rows, rv = self._select(resource, namespace, label_equals, label_filter, None, after, limit)
+        items: builtins.list[str] = []
+        names: builtins.list[tuple[str, str]] = []
+        next_key: tuple[str, str] | None = None
+        for ns, name, labels, body in rows:
+            if label_filter is not None and not label_filter(_loads(labels)):
+                continue
+            if limit is not None and len(items) >= limit:
+                next_key = names[-1]
+                break
+            items.append(str(body))
+            names.append((ns, name))
+        return RawListResult(items, rv, next_key)
+
+    def _select(
+        self,
+        resource: str,
+        namespace: str | None,
+        label_equals: Iterable[tuple[str, str]],
+        label_filter: Callable[[dict[str, str]], bool] | None,
+        object_filter: Callable[[dict[str, Any]], bool] | None,
+        after: tuple[str, str] | None,
+        limit: int | None,
+    ) -> tuple[builtins.list[tuple[str, str, str, str]], int]:
         terms = list(label_equals)
         params: builtins.list[Any] = []
         if terms:
@@ -304,58 +459,65 @@ class Store:
         if limit is not None and label_filter is None and object_filter is None:
             sql.append(" LIMIT ?")  # a page reads its own rows (and one to tell there are more), not the rest
             params.append(limit + 1)
-        items: builtins.list[dict[str, Any]] = []
-        next_key: tuple[str, str] | None = None
-        with self._lock:
-            rv = self._rv
-            rows = self._conn.execute("".join(sql), params).fetchall()
-        for _ns, _name, labels, body in rows:
-            if label_filter is not None and not label_filter(json.loads(labels)):
-                continue
-            obj = json.loads(body)
-            if object_filter is not None and not object_filter(obj):
-                continue
-            if limit is not None and len(items) >= limit:
-                last = items[-1]["metadata"]
-                next_key = (last.get("namespace", ""), last["name"])
-                break
-            items.append(obj)
-        return ListResult(items, rv, next_key)
+        with self._reading() as conn:
+            conn.execute("BEGIN")  # (the rows and the resourceVersion from one snapshot)
+            rows = conn.execute("".join(sql), params).fetchall()
+            rv = int(conn.execute("SELECT value FROM meta WHERE key='resource_version'").fetchall()[0][0])
+            conn.execute("COMMIT")
+        return rows, rv
 
     def dependents(self, owner_uid: str) -> builtins.list[tuple[str, str, str]]:
         """(resource, namespace, name) of every object whose ownerReferences name ``owner_uid``."""
-        with self._lock:
-            rows = self._conn.execute(
+        with self._reading() as conn:
+            rows = conn.execute(
                 "SELECT resource, namespace, name FROM owners WHERE owner_uid=?", (owner_uid,)
             ).fetchall()
         return [(r, ns, n) for r, ns, n in rows]
 
     def events_since(self, rv: int, resource: str | None = None) -> builtins.list[WatchEvent]:
         """Events after ``rv`` from the log; ``GoneError`` when the log no longer reaches back that far."""
-        with self._lock:
-            if rv < self._compacted:
-                raise GoneError(rv, self._compacted + 1)
+        with self._reading() as conn:
+            conn.execute("BEGIN")  # (the log and how far back it reaches from one snapshot)
+            compacted = int(conn.execute("SELECT value FROM meta WHERE key='compacted_rv'").fetchall()[0][0])
+            if rv < compacted:
+                raise GoneError(rv, compacted + 1)
             sql = "SELECT rv, resource, namespace, name, type, body FROM events WHERE rv>?"
             params: builtins.list[Any] = [rv]
             if resource is not None:
                 sql += " AND resource=?"
                 params.append(resource)
-            rows = self._conn.execute(sql + " ORDER BY rv", params).fetchall()
-        return [WatchEvent(t, r, ns, n, v, json.loads(b)) for v, r, ns, n, t, b in rows]
+            rows = conn.execute(sql + " ORDER BY rv", params).fetchall()
+        return [WatchEvent(t, r, ns, n, v, _loads(b)) for v, r, ns, n, t, b in rows]
 
     # -- writes ---------------------------------------------------------------------------------
-    def create(self, resource: str, obj: dict[str, Any], *, uid: str | None = None) -> dict[str, Any]:
+    def create(
+        self,
+        resource: str,
+        obj: dict[str, Any],
+        *,
+        uid: str | None = None,
+        copy: bool = True,
+        owner: tuple[str, dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
         """Store a new object; returns a copy with the server-set metadata (``obj`` is left alone).
-        ``uid``: one the caller generated (a batch/v1 Job's selector names its own uid)."""
-        obj = json.loads(_dumps(obj))
+        ``uid``: one the caller generated (a batch/v1 Job's selector names its own uid). ``copy``:
+        False when the caller hands ``obj`` over (never touches it again): no copy of a large object.
+        ``owner``: (resource, object) a controller creates ``obj`` for: ``OwnerGoneError`` unless it
+        is still stored and not being deleted when the write commits (the API server deletes an
+        owner and its dependents on a thread of its own: a child written after it listed them
+        would outlive the owner)."""
+        obj = _copy(obj) if copy else obj
         meta = obj.setdefault("metadata", {})
         namespace, name = meta.get("namespace", ""), meta["name"]
+        _stamp_new(meta, 0, uid)
+        encoded = _Encoded(obj)
         with self._lock:
+            self._check_owner(owner)
             if self._exists(resource, namespace, name):
                 raise AlreadyExistsError(name)
             rv = self._rv + 1
-            _stamp_new(meta, rv, uid)
-            self._commit(rv, [("ADDED", resource, obj, None)])
+            meta["resourceVersion"] = str(rv)
+            self._commit(rv, [("ADDED", resource, obj, None)], encoded)
         return obj
 
     def create_many(self, resource: str, objs: builtins.list[dict[str, Any]]) -> builtins.list[dict[str, Any]]:
@@ -365,22 +527,41 @@ class Store:
         created = self._create_all([(resource, obj) for obj in objs], skip_existing=False)
         return [obj for obj in created if obj is not None]
 
-    def create_missing(self, items: builtins.list[tuple[str, dict[str, Any]]]) -> builtins.list[dict[str, Any] | None]:
+    def create_missing(
+        self, items: builtins.list[tuple[str, dict[str, Any]]], *, owner: tuple[str, dict[str, Any]] | None = None
+    ) -> builtins.list[dict[str, Any] | None]:
         """Store the (resource, object) pairs whose names are free, in one transaction and in order
         (one resourceVersion each, as ``create`` one by one would give them); None for a name that
-        exists, as ``create`` would refuse it: a controller's pass writes what it lacks at once."""
-        return self._create_all(items, skip_existing=True)
+        exists, as ``create`` would refuse it: a controller's pass writes what it lacks at once.
+        ``owner``: as for :meth:`create`."""
+        return self._create_all(items, skip_existing=True, owner=owner)
+
+    def _check_owner(self, owner: tuple[str, dict[str, Any]] | None) -> None:
+        """(called with the lock held)"""
+        if owner is None:
+            return
+        resource, obj = owner
+        meta = obj["metadata"]
+        row = self._row(resource, meta.get("namespace", ""), meta["name"])
+        current = _loads(row[0])["metadata"] if row is not None else None
+        if current is None or current.get("uid") != meta.get("uid") or current.get("deletionTimestamp"):
+            raise OwnerGoneError(meta["name"])
 
     def _create_all(
-        self, items: builtins.list[tuple[str, dict[str, Any]]], *, skip_existing: bool
+        self,
+        items: builtins.list[tuple[str, dict[str, Any]]],
+        *,
+        skip_existing: bool,
+        owner: tuple[str, dict[str, Any]] | None = None,
     ) -> builtins.list[dict[str, Any] | None]:
         out: builtins.list[dict[str, Any] | None] = []
+        copies = [(resource, _copy(given)) for resource, given in items]  # (outside the lock)
         with self._lock:
+            self._check_owner(owner)
             rv = self._rv
             changes: builtins.list[tuple[str, str, dict[str, Any], dict[str, Any] | None]] = []
             names = set()
-            for resource, given in items:
-                obj = json.loads(_dumps(given))
+            for resource, obj in copies:
                 meta = obj.setdefault("metadata", {})
                 key = (resource, meta.get("namespace", ""), meta["name"])
                 if key in names or self._exists(*key):
@@ -404,64 +585,182 @@ class Store:
         *,
         check_rv: bool = True,
         also_create: Sequence[tuple[str, dict[str, Any]]] = (),
+        copy: bool = True,
+        expected: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Replace an object. A ``metadata.resourceVersion`` in ``obj`` must match the stored one
         (``ConflictError``); an object being deleted whose last finalizer goes is removed.
         ``also_create``: new (resource, object) pairs stored in the same transaction, after it (a
         controller's status and the Events of its pass: one commit, and watchers see the status
-        one step sooner)."""
-        obj = json.loads(_dumps(obj))
+        one step sooner). ``copy``: as for :meth:`create`. ``expected``: the stored object as the
+        caller read it (and left it), used as the old object while still current (not decoded again)."""
+        obj = _copy(obj) if copy else obj
         meta = obj["metadata"]
         namespace, name = meta.get("namespace", ""), meta["name"]
-        with self._lock:
-            old = self.get(resource, namespace, name)
-            if old is None:
-                raise NotFoundError(name)
-            old_meta = old["metadata"]
-            if check_rv and meta.get("resourceVersion") and meta["resourceVersion"] != old_meta["resourceVersion"]:
-                raise ConflictError(name)
-            rv = self._rv + 1
-            for key in ("uid", "creationTimestamp", "deletionTimestamp", "generation"):
-                if key in old_meta:
-                    meta[key] = old_meta[key]
-                else:
-                    meta.pop(key, None)
-            if _spec_of(obj) != _spec_of(old):
-                meta["generation"] = int(old_meta.get("generation", 1)) + 1
-            meta["resourceVersion"] = str(rv)
-            deleted = meta.get("deletionTimestamp") and not meta.get("finalizers")
-            changes: builtins.list[tuple[str, str, dict[str, Any], dict[str, Any] | None]] = [
-                ("DELETED" if deleted else "MODIFIED", resource, obj, old)
-            ]
-            for extra_resource, given in also_create:
-                extra = json.loads(_dumps(given))
-                extra_meta = extra.setdefault("metadata", {})
-                if self._exists(extra_resource, extra_meta.get("namespace", ""), extra_meta["name"]):
-                    raise AlreadyExistsError(extra_meta["name"])
-                _stamp_new(extra_meta, rv + len(changes))
-                changes.append(("ADDED", extra_resource, extra, None))
-            self._commit(rv, changes)
-        return obj
+        given_rv = meta.get("resourceVersion")
+        extras = [(extra_resource, _copy(given)) for extra_resource, given in also_create]
+        for attempt in range(_OPTIMISTIC_TRIES + 1):
+            with self._lock if attempt == _OPTIMISTIC_TRIES else contextlib.nullcontext():
+                current = self._read_current(resource, namespace, name, attempt, expected)
+                if current is None:
+                    raise NotFoundError(name)
+                old, old_rv = current
+                # (what depends only on ``old`` is done outside the lock: a large object's compare and encoding)
+                _carry_metadata(meta, old["metadata"], _spec_of(obj) != _spec_of(old))
+                encoded = _Encoded(obj)
+                with self._lock:
+                    if self._row_rv(resource, namespace, name) != old_rv:
+                        continue  # written meanwhile: read it again
+                    if check_rv and given_rv and given_rv != old["metadata"]["resourceVersion"]:
+                        meta["resourceVersion"] = given_rv
+                        raise ConflictError(name)
+                    self._write_update(resource, obj, old, extras, encoded)
+                    return obj
+        raise AssertionError("unreachable: the last try holds the lock")
 
-    def delete(self, resource: str, namespace: str, name: str, *, uid: str | None = None) -> dict[str, Any]:
-        """Remove an object, or mark it (``deletionTimestamp``) while finalizers remain."""
+    def update_with(
+        self,
+        resource: str,
+        namespace: str,
+        name: str,
+        change: Callable[[dict[str, Any]], dict[str, Any] | None],
+        *,
+        also_create: Sequence[tuple[str, dict[str, Any]]] = (),
+    ) -> dict[str, Any] | None:
+        """Read, change and write one object as one step, no other write between (a status that a
+        controller or the node owns, written over whatever else changed meanwhile: the API server's
+        requests run on threads). ``change(current)`` returns the object to store, or None to write
+        nothing. Returns what was stored, None when nothing was; ``NotFoundError`` when it is gone."""
+        extras = [(extra_resource, _copy(given)) for extra_resource, given in also_create]
         with self._lock:
-            old = self.get(resource, namespace, name)
-            if old is None or (uid is not None and old["metadata"].get("uid") != uid):
+            row = self._row(resource, namespace, name)
+            if row is None:
                 raise NotFoundError(name)
-            obj: dict[str, Any] = json.loads(_dumps(old))
+            old = _loads(row[0])
+            new = change(_loads(row[0]))
+            if new is None:
+                return None
+            _carry_metadata(new["metadata"], old["metadata"], _spec_of(new) != _spec_of(old))
+            self._write_update(resource, new, old, extras)
+            return new
+
+    def update_many_with(
+        self,
+        resource: str,
+        items: Sequence[
+            tuple[str, str, Callable[[dict[str, Any]], dict[str, Any] | None], Sequence[tuple[str, dict[str, Any]]]]
+        ],
+    ) -> builtins.list[dict[str, Any] | None]:
+        """:meth:`update_with` for each (namespace, name, change, also_create), all in one transaction
+        (the node agent's statuses for a large group of pods: one commit, not one per pod). An object
+        that is gone, or whose ``change`` returns None, is left out (None in its place)."""
+        with self._lock:
+            rv = self._rv + 1
+            changes: builtins.list[tuple[str, str, dict[str, Any], dict[str, Any] | None]] = []
+            out: builtins.list[dict[str, Any] | None] = []
+            for namespace, name, change, also_create in items:
+                row = self._row(resource, namespace, name)
+                new = change(_loads(row[0])) if row is not None else None
+                if row is None or new is None:
+                    out.append(None)
+                    continue
+                old = _loads(row[0])
+                _carry_metadata(new["metadata"], old["metadata"], _spec_of(new) != _spec_of(old))
+                extras = [(extra_resource, _copy(given)) for extra_resource, given in also_create]
+                changes += self._update_changes(resource, new, old, extras, rv + len(changes))
+                out.append(new)
+            if changes:
+                self._commit(rv, changes)
+        return out
+
+    def _write_update(
+        self,
+        resource: str,
+        obj: dict[str, Any],
+        old: dict[str, Any],
+        extras: builtins.list[tuple[str, dict[str, Any]]],
+        encoded: _Encoded | None = None,
+    ) -> None:
+        """(called with the lock held, ``obj``'s metadata carried over from ``old``, the stored object)"""
+        rv = self._rv + 1
+        self._commit(rv, self._update_changes(resource, obj, old, extras, rv), encoded)
+
+    def _update_changes(
+        self,
+        resource: str,
+        obj: dict[str, Any],
+        old: dict[str, Any],
+        extras: builtins.list[tuple[str, dict[str, Any]]],
+        rv: int,
+    ) -> builtins.list[tuple[str, str, dict[str, Any], dict[str, Any] | None]]:
+        """An update's changes for ``_commit``, the first at resourceVersion ``rv`` (lock held)."""
+        meta = obj["metadata"]
+        meta["resourceVersion"] = str(rv)
+        deleted = meta.get("deletionTimestamp") and not meta.get("finalizers")
+        changes: builtins.list[tuple[str, str, dict[str, Any], dict[str, Any] | None]] = [
+            ("DELETED" if deleted else "MODIFIED", resource, obj, old)
+        ]
+        for extra_resource, extra in extras:
+            extra_meta = extra.setdefault("metadata", {})
+            if self._exists(extra_resource, extra_meta.get("namespace", ""), extra_meta["name"]):
+                raise AlreadyExistsError(extra_meta["name"])
+            _stamp_new(extra_meta, rv + len(changes))
+            changes.append(("ADDED", extra_resource, extra, None))
+        return changes
+
+    def delete(
+        self,
+        resource: str,
+        namespace: str,
+        name: str,
+        *,
+        uid: str | None = None,
+        expected: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Remove an object, or mark it (``deletionTimestamp``) while finalizers remain. ``expected``:
+        as for :meth:`update`."""
+        for attempt in range(_OPTIMISTIC_TRIES + 1):
+            with self._lock if attempt == _OPTIMISTIC_TRIES else contextlib.nullcontext():
+                current = self._read_current(resource, namespace, name, attempt, expected)
+                if current is None or (uid is not None and current[0]["metadata"].get("uid") != uid):
+                    raise NotFoundError(name)
+                old, old_rv = current
+                # (only its metadata changes: the rest is shared with ``old``, both decoded for this call)
+                obj: dict[str, Any] = {**old, "metadata": dict(old["metadata"])}
+                meta = obj["metadata"]
+                marked = bool(meta.get("finalizers"))
+                if marked and meta.get("deletionTimestamp"):
+                    with self._lock:
+                        if self._row_rv(resource, namespace, name) != old_rv:
+                            continue
+                    return old  # being deleted already
+                meta["deletionTimestamp"] = meta.get("deletionTimestamp") or now_timestamp()
+                encoded = _Encoded(obj)  # (outside the lock)
+                with self._lock:
+                    if self._row_rv(resource, namespace, name) != old_rv:
+                        continue  # written meanwhile: read it again
+                    rv = self._rv + 1
+                    meta["resourceVersion"] = str(rv)
+                    self._commit(rv, [("MODIFIED" if marked else "DELETED", resource, obj, old)], encoded)
+                    return obj
+        raise AssertionError("unreachable: the last try holds the lock")
+
+    def mark_deleting(self, resource: str, namespace: str, name: str, uid: str, finalizer: str) -> dict[str, Any]:
+        """Set ``deletionTimestamp`` and add ``finalizer`` (kube-apiserver's foreground deletion: the
+        object stays, being deleted, while its dependents go; controllers leave it alone)."""
+        with self._lock:
+            row = self._row(resource, namespace, name)
+            old = _loads(row[0]) if row is not None else None
+            if old is None or old["metadata"].get("uid") != uid:
+                raise NotFoundError(name)
+            obj = _loads(row[0])  # type: ignore[index]
             meta = obj["metadata"]
+            meta.setdefault("deletionTimestamp", now_timestamp())
+            meta["finalizers"] = [*[f for f in meta.get("finalizers") or [] if f != finalizer], finalizer]
             rv = self._rv + 1
             meta["resourceVersion"] = str(rv)
-            if meta.get("finalizers"):
-                if meta.get("deletionTimestamp"):
-                    return old
-                meta["deletionTimestamp"] = now_timestamp()
-                self._commit(rv, [("MODIFIED", resource, obj, old)])
-            else:
-                meta.setdefault("deletionTimestamp", now_timestamp())
-                self._commit(rv, [("DELETED", resource, obj, old)])
-        return obj
+            self._commit(rv, [("MODIFIED", resource, obj, old)])
+            return obj
 
     def delete_many(self, resource: str, keys: Iterable[tuple[str, str]]) -> int:
         """Delete the (namespace, name) objects of ``resource`` that exist, in one transaction (one
@@ -474,7 +773,7 @@ class Store:
                 old = self.get(resource, namespace, name)
                 if old is None or (old["metadata"].get("finalizers") and old["metadata"].get("deletionTimestamp")):
                     continue
-                obj: dict[str, Any] = json.loads(_dumps(old))
+                obj: dict[str, Any] = _copy(old)
                 meta = obj["metadata"]
                 meta["resourceVersion"] = str(rv + len(changes))
                 marked = bool(meta.get("finalizers"))
@@ -493,16 +792,24 @@ class Store:
             is not None
         )
 
-    def _commit(self, rv: int, changes: builtins.list[tuple[str, str, dict[str, Any], dict[str, Any] | None]]) -> None:
-        """Write ``changes`` in one transaction; the i-th gets resourceVersion ``rv + i``."""
+    def _commit(
+        self,
+        rv: int,
+        changes: builtins.list[tuple[str, str, dict[str, Any], dict[str, Any] | None]],
+        encoded: _Encoded | None = None,
+    ) -> None:
+        """Write ``changes`` in one transaction; the i-th gets resourceVersion ``rv + i``.
+        ``encoded``: the first change's object, encoded already."""
         conn = self._conn
         first = rv
+        written = 0
         conn.execute("BEGIN IMMEDIATE")
         try:
             for rv, (event_type, resource, obj, _old) in enumerate(changes, start=first):
                 meta = obj["metadata"]
                 ns, name = meta.get("namespace", ""), meta["name"]
-                body = _dumps(obj)
+                body = encoded.body(rv) if encoded is not None and rv == first else _dumps(obj)
+                written += 2 * len(body)  # (the object's row and its event's)
                 key = (resource, ns, name)
                 if event_type != "ADDED":  # (a new object has no rows to replace)
                     conn.execute("DELETE FROM labels WHERE resource=? AND namespace=? AND name=?", key)
@@ -532,6 +839,7 @@ class Store:
             if self._writes_since_compaction >= min(1000, max(1, self._event_retention // 10)):
                 self._compact(rv)
             conn.execute("COMMIT")
+            self._checkpointer.wrote(written)
         except BaseException as exc:
             # SQLite rolls back by itself on some errors (a full disk): only roll back what is open.
             if conn.in_transaction:
@@ -558,10 +866,34 @@ class Store:
 
     def iter_all(self) -> Iterator[tuple[str, dict[str, Any]]]:
         """Every stored object with its resource key (for controllers' initial sync and tooling)."""
-        with self._lock:
-            rows = self._conn.execute("SELECT resource, body FROM objects").fetchall()
+        with self._reading() as conn:
+            rows = conn.execute("SELECT resource, body FROM objects").fetchall()
         for resource, body in rows:
-            yield resource, json.loads(body)
+            yield resource, _loads(body)
+
+
+class _Encoded:
+    """An object's JSON, encoded before the writer's lock is taken but for its resourceVersion, which
+    only the lock hands out: encoding a 5 MB object takes 20-30 ms, and every write waited for it."""
+
+    def __init__(self, obj: dict[str, Any]) -> None:
+        mark = f"rv-{uuid.uuid4().hex}"  # (a value no object holds: the one place to put it)
+        obj["metadata"]["resourceVersion"] = mark
+        self.head, _, self.tail = _dumps(obj).partition(f'"{mark}"')
+
+    def body(self, rv: int) -> str:
+        return f'{self.head}"{rv}"{self.tail}'
+
+
+def _carry_metadata(meta: dict[str, Any], old_meta: dict[str, Any], spec_changed: bool) -> None:
+    """What an update keeps of the stored object's metadata, and its generation."""
+    for key in ("uid", "creationTimestamp", "deletionTimestamp", "generation"):
+        if key in old_meta:
+            meta[key] = old_meta[key]
+        else:
+            meta.pop(key, None)
+    if spec_changed:
+        meta["generation"] = int(old_meta.get("generation", 1)) + 1
 
 
 def _spec_of(obj: dict[str, Any]) -> dict[str, Any]:

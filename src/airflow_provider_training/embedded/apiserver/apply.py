@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import copy
 import json
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 
-from airflow_provider_training.embedded.apiserver import crud, errors, managed
+from airflow_provider_training.embedded.apiserver import crud, errors, managed, offload
 from airflow_provider_training.embedded.apiserver.context import ServerContext
-from airflow_provider_training.embedded.apiserver.http import Target, flag, json_response, read_body
+from airflow_provider_training.embedded.apiserver.http import Target, decode_body, flag, json_response, read_raw
 from airflow_provider_training.embedded.apiserver.patch import strategic_merge_patch
 
 
@@ -44,11 +45,14 @@ def _conflict(conflicts: list[tuple[tuple[str, str], str, managed.Path]]) -> err
 
 
 async def server_side_apply(request: Request, ctx: ServerContext, target: Target) -> Response:
-    rt = target.rt
-    manager = request.query_params.get("fieldManager")
-    if not manager:
+    if not request.query_params.get("fieldManager"):
         raise errors.bad_request("PATCH: fieldManager is required for apply requests")
-    applied = await read_body(request, ctx.settings.max_body_bytes)
+    raw = await read_raw(request, ctx.settings.max_body_bytes)
+    return await offload.run(_apply, request, ctx, target, raw)
+
+
+def _apply(request: Request, ctx: ServerContext, target: Target, raw: bytes) -> Response:
+    applied = decode_body(request, raw)
     if not isinstance(applied, dict) or not isinstance(applied.get("metadata", {}), dict):
         raise errors.bad_request("the applied configuration must be an object with metadata")
     applied.setdefault("metadata", {})
@@ -59,6 +63,13 @@ async def server_side_apply(request: Request, ctx: ServerContext, target: Target
     applied["metadata"]["name"] = target.name
     if target.subresource != "status":
         applied.pop("status", None)
+    pinned = applied["metadata"].get("resourceVersion") is not None
+    return crud.retry_on_conflict(lambda: _apply_once(request, ctx, target, applied), pinned)
+
+
+def _apply_once(request: Request, ctx: ServerContext, target: Target, applied: dict[str, Any]) -> Response:
+    rt = target.rt
+    manager = request.query_params["fieldManager"]
     paths = managed.field_set(applied)
     key = (manager, "Apply")
     current = ctx.store.get(rt.key, target.store_namespace, target.name or "")
@@ -67,16 +78,15 @@ async def server_side_apply(request: Request, ctx: ServerContext, target: Target
         managers = managed.Managers(None)
         managers.own(manager, "Apply", rt.api_version, paths)
         managers.write(obj)
-        return await crud.create_object(request, ctx, target, obj, record_manager=False)
+        return crud.create_object(request, ctx, target, obj, record_manager=False)
     managers = managed.Managers(current)
     force = flag(request.query_params.get("force"))
     conflicts = []
+    changing = {p for p in managed.changed_paths(current, applied) if p[-1] != managed.ELEMENT}
     for other, (api_version, owned) in managers.entries.items():
         if other == key:
             continue
-        for path in sorted(paths & owned):
-            if path[-1] != managed.ELEMENT and managed.value_at(current, path) != managed.value_at(applied, path):
-                conflicts.append((other, api_version, path))
+        conflicts += [(other, api_version, path) for path in sorted(changing & owned)]
     if conflicts and not force:
         raise _conflict(conflicts)
     taken = {path for _, _, path in conflicts}

@@ -12,18 +12,21 @@ import json
 import re
 import secrets
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 
-from airflow_provider_training.embedded import serviceaccount, volumes
+from airflow_provider_training.embedded import jsoncodec, serviceaccount, volumes
 from airflow_provider_training.embedded.apiserver import (
     batchjobs,
     builtin,
+    capacity,
     errors,
     limits,
     managed,
+    offload,
     rbacadmission,
     structure,
 )
@@ -32,8 +35,9 @@ from airflow_provider_training.embedded.apiserver.context import ServerContext
 from airflow_provider_training.embedded.apiserver.defaulting import canonical_form
 from airflow_provider_training.embedded.apiserver.http import (
     Target,
+    decode_body,
     json_response,
-    read_body,
+    read_raw,
     wants_table,
 )
 from airflow_provider_training.embedded.apiserver.patch import APPLY_PATCH, PatchError, apply_patch
@@ -54,6 +58,7 @@ from airflow_provider_training.embedded.store import (
     ConflictError,
     ListResult,
     NotFoundError,
+    RawListResult,
     now_timestamp,
 )
 from airflow_provider_training.specs.crds import all_crds
@@ -175,11 +180,13 @@ def _fold_string_data(rt: ResourceType, obj: dict[str, Any]) -> None:
 
 
 # -- verbs -------------------------------------------------------------------------------------
+# Each verb reads its request on the event loop and does the rest on a worker thread (``offload``).
 async def create(request: Request, ctx: ServerContext, target: Target) -> Response:
-    return await create_object(request, ctx, target, await read_body(request, ctx.settings.max_body_bytes))
+    raw = await read_raw(request, ctx.settings.max_body_bytes)
+    return await offload.run(lambda: create_object(request, ctx, target, decode_body(request, raw)))
 
 
-async def create_object(
+def create_object(
     request: Request, ctx: ServerContext, target: Target, body: Any, record_manager: bool = True
 ) -> Response:
     rt = target.rt
@@ -215,6 +222,7 @@ async def create_object(
         mode = field_validation_mode(request.query_params.get("fieldValidation"))
         obj, job_warnings = admit_trainer_object(ctx.store, rt, obj, None, mode)
         warnings += job_warnings
+    capacity.admit(ctx.store, rt, obj, None)
     if record_manager:
         managed.record_update(None, obj, _manager(request), rt.api_version)
     uid = None
@@ -227,7 +235,7 @@ async def create_object(
         obj["metadata"].update(creationTimestamp=now_timestamp(), generation=1)
         return _single(request, rt, obj, 201, warnings)
     try:
-        created = ctx.store.create(rt.key, obj, uid=uid)
+        created = ctx.store.create(rt.key, obj, uid=uid, copy=False)  # (built for this request alone)
     except AlreadyExistsError:
         raise errors.already_exists(rt, meta["name"]) from None
     if rt is PODS:
@@ -237,7 +245,24 @@ async def create_object(
     return _single(request, rt, created, 201, warnings)
 
 
+# Reads answered with the stored JSON as it is are served on the event loop itself: a few
+# milliseconds even for the largest object, and a worker thread's answer waits for the loop's next
+# round (behind whatever the controllers do in this one). A list of more items goes to a thread.
+INLINE_LIST_ITEMS = 500
+
+
 async def get(request: Request, ctx: ServerContext, target: Target) -> Response:
+    if target.rt is not CRDS and not wants_table(request):
+        # the stored JSON as it is: a large object is not decoded only to be encoded again
+        assert target.name is not None
+        raw = ctx.store.get_raw(target.rt.key, target.store_namespace, target.name)
+        if raw is None:
+            raise errors.not_found(target.rt, target.name)
+        return Response(raw.encode("utf-8"), media_type="application/json")
+    return await offload.run(_get_response, request, ctx, target)
+
+
+def _get_response(request: Request, ctx: ServerContext, target: Target) -> Response:
     if target.rt is CRDS:
         assert target.name is not None
         for item in _served_crds():
@@ -247,7 +272,8 @@ async def get(request: Request, ctx: ServerContext, target: Target) -> Response:
     return _single(request, target.rt, _get(ctx, target))
 
 
-def list_objects(request: Request, ctx: ServerContext, target: Target) -> ListResult:
+def _list_query(request: Request, target: Target) -> dict[str, Any]:
+    """The store's list arguments of a list request (its selectors, page and continue token)."""
     rt, query = target.rt, request.query_params
     try:
         labels = parse_label_selector(query.get("labelSelector"))
@@ -263,22 +289,26 @@ def list_objects(request: Request, ctx: ServerContext, target: Target) -> ListRe
             after = (str(ns), str(name))
         except (ValueError, binascii.Error, TypeError):
             raise errors.bad_request("continue key is not valid: list again without it") from None
-    if rt is CRDS:
+    return {
+        "label_equals": equality_terms(labels),
+        "label_filter": label_matcher(labels) if labels else None,
+        "object_filter": field_matcher(fields) if fields else None,
+        "after": after,
+        "limit": limit or None,
+    }
+
+
+def list_objects(request: Request, ctx: ServerContext, target: Target) -> ListResult:
+    query = _list_query(request, target)
+    if target.rt is CRDS:
+        labels, fields = query["label_filter"], query["object_filter"]
         items = [
             i
             for i in _served_crds()
-            if label_matcher(labels)(i["metadata"].get("labels") or {}) and field_matcher(fields)(i)
+            if (labels is None or labels(i["metadata"].get("labels") or {})) and (fields is None or fields(i))
         ]
         return ListResult(items, ctx.store.resource_version, None)
-    return ctx.store.list(
-        rt.key,
-        target.namespace,
-        label_equals=equality_terms(labels),
-        label_filter=label_matcher(labels) if labels else None,
-        object_filter=field_matcher(fields) if fields else None,
-        after=after,
-        limit=limit or None,
-    )
+    return ctx.store.list(target.rt.key, target.namespace, **query)
 
 
 def list_body(rt: ResourceType, result: ListResult) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -295,6 +325,29 @@ def list_body(rt: ResourceType, result: ListResult) -> tuple[dict[str, Any], dic
 
 
 async def list_(request: Request, ctx: ServerContext, target: Target) -> Response:
+    if not wants_table(request) and target.rt is not CRDS:
+        query = _list_query(request, target)
+        limit = query["limit"]
+        if query["object_filter"] is None and (limit is None or limit <= INLINE_LIST_ITEMS):
+            raw = ctx.store.list_raw(target.rt.key, target.namespace, **{**query, "limit": limit or INLINE_LIST_ITEMS})
+            if limit is not None or raw.next_key is None:
+                return _raw_list(target, raw)
+    return await offload.run(_list_response, request, ctx, target)
+
+
+def _raw_list(target: Target, raw: RawListResult) -> Response:
+    """The stored JSON of each item as it is, joined: nothing decoded only to be encoded again."""
+    body, _ = list_body(target.rt, ListResult([], raw.resource_version, raw.next_key))
+    head = jsoncodec.encode(body)
+    assert head.endswith(b"[]}")
+    return Response(head[:-2] + ",".join(raw.items).encode("utf-8") + b"]}", media_type="application/json")
+
+
+def _list_response(request: Request, ctx: ServerContext, target: Target) -> Response:
+    if not wants_table(request) and target.rt is not CRDS:
+        query = _list_query(request, target)
+        if query["object_filter"] is None:
+            return _raw_list(target, ctx.store.list_raw(target.rt.key, target.namespace, **query))
     result = list_objects(request, ctx, target)
     body, list_meta = list_body(target.rt, result)
     if wants_table(request):
@@ -304,9 +357,9 @@ async def list_(request: Request, ctx: ServerContext, target: Target) -> Respons
     return json_response(body)
 
 
-def _store_update(ctx: ServerContext, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
-    try:
-        return ctx.store.update(rt.key, obj)
+def _store_update(ctx: ServerContext, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
+    try:  # (``obj`` built for this request alone; ``old`` as read for it)
+        return ctx.store.update(rt.key, obj, copy=False, expected=old)
     except ConflictError:
         raise errors.conflict(rt, obj["metadata"]["name"]) from None
     except NotFoundError:
@@ -344,6 +397,7 @@ def _finish_update(
             warnings += job_warnings
         elif rt.key == BATCH_JOBS:
             batchjobs.admit_update(rt, new, old)
+        capacity.admit(ctx.store, rt, new, old)
         _fold_string_data(rt, new)
         canonical_form(rt, new, new=False)
         if rt.key == PODS.key:
@@ -355,7 +409,7 @@ def _finish_update(
     builtin.validate(rt, new)
     if _dry_run(request):
         return _single(request, rt, new, 200, warnings)
-    return _single(request, rt, _store_update(ctx, rt, new), 200, warnings)
+    return _single(request, rt, _store_update(ctx, rt, new, old), 200, warnings)
 
 
 finish_update = _finish_update  # server-side apply (apply.py) ends like a patch
@@ -366,12 +420,22 @@ def _manager(request: Request) -> str:
 
 
 async def replace(request: Request, ctx: ServerContext, target: Target) -> Response:
-    new = _check_type(target.rt, await read_body(request, ctx.settings.max_body_bytes))
+    raw = await read_raw(request, ctx.settings.max_body_bytes)
+    return await offload.run(_replace, request, ctx, target, raw)
+
+
+def _replace(request: Request, ctx: ServerContext, target: Target, raw: bytes) -> Response:
+    new = _check_type(target.rt, decode_body(request, raw))
     if new["metadata"].get("name") not in (None, target.name):
         raise errors.bad_request(
             f"the name of the object ({new['metadata']['name']}) does not match the name on the URL ({target.name})"
         )
     return _finish_update(request, ctx, target, _get(ctx, target), new)
+
+
+# kube-apiserver's maxRetryWhenPatchConflicts: a patch (or apply) that meets a write landing
+# between its read and its write is applied again to the new object, unless it names a resourceVersion.
+MAX_PATCH_CONFLICT_RETRIES = 5
 
 
 async def patch(request: Request, ctx: ServerContext, target: Target) -> Response:
@@ -381,7 +445,36 @@ async def patch(request: Request, ctx: ServerContext, target: Target) -> Respons
             f"{APPLY_PATCH} (server-side apply is not supported by the embedded control plane; "
             "use kubectl apply without --server-side)"
         )
-    body = await read_body(request, ctx.settings.max_body_bytes)
+    raw = await read_raw(request, ctx.settings.max_body_bytes)
+    return await offload.run(_patch, request, ctx, target, content_type, raw)
+
+
+def _patch(request: Request, ctx: ServerContext, target: Target, content_type: str, raw: bytes) -> Response:
+    body = decode_body(request, raw)
+    pinned = _names_resource_version(content_type, body)
+    return retry_on_conflict(lambda: _patch_once(request, ctx, target, content_type, body), pinned)
+
+
+def retry_on_conflict(attempt: Callable[[], Response], pinned: bool) -> Response:
+    """``attempt()``, again on a Conflict while ``pinned`` (the request's own resourceVersion) is not set."""
+    for tries in range(MAX_PATCH_CONFLICT_RETRIES + 1):
+        try:
+            return attempt()
+        except errors.ApiError as exc:
+            if exc.code != 409 or exc.reason != "Conflict" or pinned or tries == MAX_PATCH_CONFLICT_RETRIES:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _names_resource_version(content_type: str, body: Any) -> bool:
+    """Whether a patch sets ``metadata.resourceVersion`` (a precondition: its Conflict is the answer)."""
+    if isinstance(body, list):  # JSON patch
+        return any(isinstance(op, dict) and op.get("path") == "/metadata/resourceVersion" for op in body)
+    meta = body.get("metadata") if isinstance(body, dict) else None
+    return isinstance(meta, dict) and meta.get("resourceVersion") is not None
+
+
+def _patch_once(request: Request, ctx: ServerContext, target: Target, content_type: str, body: Any) -> Response:
     old = _get(ctx, target)
     try:
         new = apply_patch(content_type, copy.deepcopy(old), body)
@@ -399,10 +492,16 @@ async def patch(request: Request, ctx: ServerContext, target: Target) -> Respons
     return _finish_update(request, ctx, target, old, new)
 
 
-async def _delete_options(request: Request, ctx: ServerContext) -> dict[str, Any]:
-    options: dict[str, Any] = {}
+async def _read_delete_options(request: Request, ctx: ServerContext) -> bytes | None:
     if limits.content_length(request.headers.get("content-length")) > 0:
-        options = structure.decode_delete_options(await read_body(request, ctx.settings.max_body_bytes))
+        return await read_raw(request, ctx.settings.max_body_bytes)
+    return None
+
+
+def _delete_options(request: Request, raw: bytes | None) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    if raw is not None:
+        options = structure.decode_delete_options(decode_body(request, raw))
     query = request.query_params
     if "propagationPolicy" in query:
         options["propagationPolicy"] = query["propagationPolicy"]
@@ -421,30 +520,70 @@ async def _delete_options(request: Request, ctx: ServerContext) -> dict[str, Any
 def delete_object(ctx: ServerContext, rt: ResourceType, obj: dict[str, Any], policy: str | None) -> dict[str, Any]:
     """Delete one object and garbage-collect its dependents (ownerReferences) per ``policy``."""
     meta = obj["metadata"]
+    namespace, uid = meta.get("namespace", ""), meta["uid"]
     if policy is None:
         policy = "Orphan" if rt.key == BATCH_JOBS else "Background"
-    dependents = ctx.store.dependents(meta["uid"])
     if rt is NAMESPACES:
         for other in BY_KEY.values():
             if other.namespaced and other is not CRDS:
                 for item in ctx.store.list(other.key, meta["name"]).items:
                     delete_object(ctx, other, item, "Background")
+    # Controllers run beside this request (it runs on a thread): the owner is marked or gone first,
+    # and its dependents listed after that, so a child a controller wrote meanwhile is among them
+    # (and the store refuses a controller's child for an owner being deleted: Store.create's owner).
     if policy == "Orphan":
-        for key, ns, name in dependents:
-            child = ctx.store.get(key, ns, name)
-            if child is not None:
-                refs = child["metadata"].get("ownerReferences") or []
-                child["metadata"]["ownerReferences"] = [r for r in refs if r.get("uid") != meta["uid"]]
-                ctx.store.update(key, child, check_rv=False)
+        for key, ns, name in ctx.store.dependents(uid):
+            _orphan(ctx, key, ns, name, uid)
+    elif policy == "Foreground" and not meta.get("deletionTimestamp"):
+        try:
+            ctx.store.mark_deleting(rt.key, namespace, meta["name"], uid, FOREGROUND_DELETION)
+        except NotFoundError:
+            raise errors.not_found(rt, meta["name"]) from None
+        _delete_dependents(ctx, ctx.store.dependents(uid), policy)
+        try:
+            deleted = ctx.store.update_with(rt.key, namespace, meta["name"], _without_foreground_finalizer)
+        except NotFoundError:
+            raise errors.not_found(rt, meta["name"]) from None
+        assert deleted is not None
+        return deleted
     elif policy == "Foreground":
-        _delete_dependents(ctx, dependents, policy)
+        _delete_dependents(ctx, ctx.store.dependents(uid), policy)
     try:
-        deleted = ctx.store.delete(rt.key, meta.get("namespace", ""), meta["name"], uid=meta["uid"])
+        deleted = ctx.store.delete(rt.key, namespace, meta["name"], uid=uid, expected=obj)
     except NotFoundError:
         raise errors.not_found(rt, meta["name"]) from None
     if policy == "Background":
-        _delete_dependents(ctx, dependents, policy)
+        _delete_dependents(ctx, ctx.store.dependents(uid), policy)
     return deleted
+
+
+FOREGROUND_DELETION = "foregroundDeletion"
+
+
+def _without_foreground_finalizer(obj: dict[str, Any]) -> dict[str, Any]:
+    """The owner once its dependents are gone: without the finalizer (removed, unless others remain)."""
+    meta = obj["metadata"]
+    meta["finalizers"] = [f for f in meta.get("finalizers") or [] if f != FOREGROUND_DELETION]
+    if not meta["finalizers"]:
+        del meta["finalizers"]
+    return obj
+
+
+def _orphan(ctx: ServerContext, resource: str, namespace: str, name: str, owner_uid: str) -> None:
+    """Drop ``owner_uid`` from a dependent's ownerReferences (read again if a controller wrote it meanwhile)."""
+    for _ in range(MAX_PATCH_CONFLICT_RETRIES + 1):
+        child = ctx.store.get(resource, namespace, name)
+        if child is None:
+            return
+        refs = child["metadata"].get("ownerReferences") or []
+        child["metadata"]["ownerReferences"] = [r for r in refs if r.get("uid") != owner_uid]
+        try:
+            ctx.store.update(resource, child)
+            return
+        except ConflictError:
+            continue
+        except NotFoundError:
+            return
 
 
 def _delete_dependents(ctx: ServerContext, dependents: list[tuple[str, str, str]], policy: str) -> None:
@@ -456,8 +595,13 @@ def _delete_dependents(ctx: ServerContext, dependents: list[tuple[str, str, str]
 
 
 async def delete(request: Request, ctx: ServerContext, target: Target) -> Response:
+    raw = await _read_delete_options(request, ctx)
+    return await offload.run(_delete, request, ctx, target, raw)
+
+
+def _delete(request: Request, ctx: ServerContext, target: Target, raw: bytes | None) -> Response:
     rt = target.rt
-    options = await _delete_options(request, ctx)
+    options = _delete_options(request, raw)
     obj = _get(ctx, target)
     if rt is NAMESPACES and target.name in PROTECTED_NAMESPACES:
         raise errors.ApiError(
@@ -479,8 +623,13 @@ async def delete(request: Request, ctx: ServerContext, target: Target) -> Respon
 
 
 async def delete_collection(request: Request, ctx: ServerContext, target: Target) -> Response:
+    raw = await _read_delete_options(request, ctx)
+    return await offload.run(_delete_collection, request, ctx, target, raw)
+
+
+def _delete_collection(request: Request, ctx: ServerContext, target: Target, raw: bytes | None) -> Response:
     rt = target.rt
-    options = await _delete_options(request, ctx)
+    options = _delete_options(request, raw)
     result = list_objects(request, ctx, target)
     deleted = []
     for obj in result.items:

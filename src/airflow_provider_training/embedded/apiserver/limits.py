@@ -16,6 +16,7 @@ import math
 import re
 from typing import Any
 
+from airflow_provider_training.embedded import jsoncodec
 from airflow_provider_training.embedded.apiserver.errors import ApiError, bad_request
 from airflow_provider_training.specs.loader import MAX_EXPANDED_NODES, MAX_NESTING, JobSpecError, parse_yaml
 
@@ -36,12 +37,20 @@ def _refuse_constant(name: str) -> Any:
 
 def decode_json(raw: bytes) -> Any:
     try:
+        value = jsoncodec.decode_strict(raw)  # the fast path, for bodies any decoder takes
+    except (ValueError, RecursionError):
+        value = _decode_json_stdlib(raw)  # the standard library's leniency and error messages
+    check_plain(value)
+    return value
+
+
+def _decode_json_stdlib(raw: bytes) -> Any:
+    try:
         value = json.loads(raw, parse_constant=_refuse_constant)
     except RecursionError:
         raise bad_request(f"the body of the request nests deeper than {MAX_NESTING} levels") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise bad_request(f"the body of the request was malformed JSON: {exc}") from None
-    check_plain(value)
     return value
 
 

@@ -52,6 +52,18 @@ QUANTITY_FIELDS = frozenset(
         "divisor",
     }
 )
+# int32 fields (the client's models say only "int"): a batch/v1 Job's counts, from k8s.io/api's JobSpec.
+INT32_FIELDS = frozenset(
+    ("JobSpec", name)
+    for name in (
+        "parallelism",
+        "completions",
+        "backoffLimit",
+        "backoffLimitPerIndex",
+        "maxFailedIndexes",
+        "ttlSecondsAfterFinished",
+    )
+)
 _LIST = re.compile(r"list\[(.+)\]")
 _DICT = re.compile(r"dict[(\[]str, (.+)[)\]]")
 _GO_TYPES = {"str": "string", "int": "int64", "float": "float64", "bool": "bool", "datetime": "Time", "date": "Time"}
@@ -83,9 +95,9 @@ def _json_type(value: Any) -> str:
 
 
 class _TypeError(Exception):
-    def __init__(self, value: Any, struct: str, path: str, go_type: str) -> None:
+    def __init__(self, value: Any, struct: str, path: str, go_type: str, what: str | None = None) -> None:
         super().__init__(
-            f"json: cannot unmarshal {_json_type(value)} into Go struct field {struct}.{path} of type {go_type}"
+            f"json: cannot unmarshal {what or _json_type(value)} into Go struct field {struct}.{path} of type {go_type}"
         )
 
 
@@ -119,10 +131,14 @@ def _walk(value: Any, type_: str, path: str, struct: str, name: str, out: Decode
             return value
         raise _TypeError(value, struct, path, "bool")
     if type_ == "int":
-        if isinstance(value, float) and value.is_integer() and abs(value) < 2**63:
+        bits = 32 if (struct, name) in INT32_FIELDS else 64
+        if isinstance(value, float) and value.is_integer() and abs(value) < 2 ** (bits - 1):
             return int(value)
-        if isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**63:
+        if isinstance(value, int) and not isinstance(value, bool) and -(2 ** (bits - 1)) <= value < 2 ** (bits - 1):
             return value
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            # Go's decoder: "cannot unmarshal number 3000000000 into ... of type int32"
+            raise _TypeError(value, struct, path, f"int{bits}", f"number {value}")
         raise _TypeError(value, struct, path, "int64")
     if type_ == "float":
         if isinstance(value, (int, float)) and not isinstance(value, bool):

@@ -16,7 +16,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from airflow_provider_training.embedded.apiserver import errors, limits, metrics
+from airflow_provider_training.embedded.apiserver import errors, limits, metrics, offload
 from airflow_provider_training.embedded.apiserver.context import ServerContext
 from airflow_provider_training.embedded.apiserver.crud import list_objects
 from airflow_provider_training.embedded.apiserver.http import Target, dumps, flag
@@ -32,6 +32,7 @@ from airflow_provider_training.embedded.store import GoneError, WatchEvent
 
 # kube-apiserver ends a watch after a random 30-60 minutes; one fixed hour is enough here.
 DEFAULT_TIMEOUT = 3600.0
+EVENTS_PER_CHUNK = 256
 
 
 def _line(event_type: str, obj: dict[str, Any]) -> bytes:
@@ -69,22 +70,27 @@ async def watch(request: Request, ctx: ServerContext, target: Target) -> Respons
         if event.resource == rt.key:
             loop.call_soon_threadsafe(queue.put_nowait, event)
 
-    unsubscribe = ctx.store.subscribe(listener)
-    backlog: list[bytes] = []
-    try:
-        last_rv = ctx.store.resource_version
+    def read_backlog() -> tuple[list[bytes], int]:
+        """What happened before the watch: the current objects, or the events since ``since``."""
+        backlog: list[bytes] = []
         if since in ("", "0") or initial_events:
             result = list_objects(request, ctx, target)
             backlog = [line("ADDED", obj) for obj in result.items]
-            last_rv = result.resource_version
             if initial_events:
-                backlog.append(line("BOOKMARK", _bookmark(rt.kind, rt.api_version, last_rv, initial_end=True)))
-        else:
-            last_rv = int(since)
-            for event in ctx.store.events_since(last_rv, rt.key):
-                if matches(event.object):
-                    backlog.append(line(event.type, event.object))
-                last_rv = event.rv
+                backlog.append(
+                    line("BOOKMARK", _bookmark(rt.kind, rt.api_version, result.resource_version, initial_end=True))
+                )
+            return backlog, result.resource_version
+        last = int(since)
+        for event in ctx.store.events_since(last, rt.key):
+            if matches(event.object):
+                backlog.append(line(event.type, event.object))
+            last = event.rv
+        return backlog, last
+
+    unsubscribe = ctx.store.subscribe(listener)
+    try:
+        backlog, last_rv = await offload.run(read_backlog)  # (a backlog of large objects is work)
     except GoneError as exc:
         unsubscribe()
         ctx.metrics.answered(metrics.labels("WATCH", target), 410)
@@ -119,14 +125,20 @@ async def watch(request: Request, ctx: ServerContext, target: Target) -> Respons
                         next_bookmark = time.monotonic() + ctx.settings.bookmark_interval
                     continue
                 # a burst (one pass's pods, say) goes out as one chunk: one TLS record and one send
+                # (a few hundred events at most, so that a thousand pods' events do not hold the loop)
                 burst: list[bytes] = []
-                while event is not None:
+                for _ in range(EVENTS_PER_CHUNK):
                     if event.rv > last_rv:
                         last_rv = event.rv
                         translated = _translate(event, matches, line)
                         if translated is not None:
                             burst.append(translated)
-                    event = queue.get_nowait() if not queue.empty() else None
+                    if queue.empty():
+                        break
+                    next_event = queue.get_nowait()
+                    if next_event is None:  # a timer's wake-up, no event
+                        break
+                    event = next_event
                 if burst:
                     yield b"".join(burst)
         finally:

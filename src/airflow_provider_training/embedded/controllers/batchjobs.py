@@ -24,14 +24,24 @@ import copy
 import os
 import secrets
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from airflow_provider_training.embedded import canonical, runtime, serviceaccount
 from airflow_provider_training.embedded.controllers.refs import owner_references
-from airflow_provider_training.embedded.events import record_event
+from airflow_provider_training.embedded.events import record_events
 from airflow_provider_training.embedded.resources import BY_KEY, PODS
-from airflow_provider_training.embedded.runtime import ControllerContext, For, Owns, WorkQueue
+from airflow_provider_training.embedded.runtime import (
+    ControllerContext,
+    For,
+    Owns,
+    WorkQueue,
+    list_in_slices,
+    per_pass,
+    slow_start_batch,
+)
 from airflow_provider_training.embedded.store import AlreadyExistsError, ConflictError, NotFoundError, Store, WatchEvent
 from airflow_provider_training.frameworks.timeutil import format_time, parse_time
 from airflow_provider_training.specs.annotations import BATCH_CONTROLLER_UID as CONTROLLER_UID
@@ -130,7 +140,7 @@ class BatchJobController:
             self.failures_seen.pop(event.object["metadata"].get("uid", ""), None)
 
     # -- reconcile ------------------------------------------------------------------------------
-    def reconcile(self, key: Key) -> float | None:
+    async def reconcile(self, key: Key) -> float | None:
         job = self.store.get(JOBS.key, key.namespace, key.name)
         if job is None or job["metadata"].get("deletionTimestamp"):
             return None
@@ -138,12 +148,14 @@ class BatchJobController:
             return None
         if (job.get("spec") or {}).get("completionMode") == "Indexed":
             return None  # JobSet's child Jobs: controllers/indexedjobs.py
-        return Sync(self, job).run()
+        return await Sync(self, job).run()
 
-    def owned_pods(self, job: dict[str, Any]) -> list[dict[str, Any]]:
+    async def owned_pods(self, job: dict[str, Any]) -> list[dict[str, Any]]:
         uid = job["metadata"]["uid"]
         selector = ((job.get("spec") or {}).get("selector") or {}).get("matchLabels") or {CONTROLLER_UID: uid}
-        items = self.store.list(PODS.key, job["metadata"]["namespace"], label_equals=list(selector.items())).items
+        items = await list_in_slices(
+            self.store, PODS.key, job["metadata"]["namespace"], label_equals=list(selector.items())
+        )
         return [p for p in items if any(r.get("uid") == uid and r.get("controller") for r in owner_references(p))]
 
 
@@ -160,13 +172,14 @@ class Sync:
         self.stamp = format_time(self.now)
         self.events: list[tuple[str, str, str]] = []
         self.wakeups: list[float] = []  # seconds from now
+        self.pods: list[dict[str, Any]] = []  # the Job's pods as this sync read them
 
-    def run(self) -> float | None:
+    async def run(self) -> float | None:
         """One sync; returns the seconds until the next is due (a back-off, a deadline, a TTL)."""
         if condition_true(self.status, COMPLETE) or condition_true(self.status, FAILED):
-            self.finished()
+            await self.finished()
             return self.next_pass()
-        pods = self.c.owned_pods(self.job)
+        pods = self.pods = await self.c.owned_pods(self.job)
         active = [
             p for p in pods if not p["metadata"].get("deletionTimestamp") and self.phase(p) not in TERMINAL_PHASES
         ]
@@ -176,21 +189,19 @@ class Sync:
             if self.phase(p) == "Failed":
                 self.c.failures_seen.setdefault(p["metadata"]["uid"], time.monotonic())
         if self.spec.get("suspend"):
-            active = self.suspend(active)
+            active = await self.suspend(active)
         else:
             self.resume()
             if self.status.get("startTime") is None:
                 self.status["startTime"] = self.stamp
             failure = self.failure(active, failed)
             if failure is not None:
-                self.delete_pods(active)
-                active = []
+                active = await self.delete_pods(active)
                 self.fail(*failure)
             elif self.complete(succeeded, active):
-                self.delete_pods(active)
-                active = []
+                active = await self.delete_pods(active)
             else:
-                active = self.scale(active, succeeded, failed)
+                active = await self.scale(active, succeeded, failed)
         self.status.update(
             active=len(active),
             ready=sum(pod_ready(p) for p in active),
@@ -210,7 +221,7 @@ class Sync:
         return str((pod.get("status") or {}).get("phase") or "Pending")
 
     # -- the steps ------------------------------------------------------------------------------
-    def finished(self) -> None:
+    async def finished(self) -> None:
         ttl = self.spec.get("ttlSecondsAfterFinished")
         at = finished_at(self.status)
         if ttl is None or at is None:
@@ -221,18 +232,20 @@ class Sync:
             return
         # The ttl-after-finished controller deletes with Foreground propagation: pods first.
         uid = self.job["metadata"]["uid"]
-        for resource, namespace, name in self.store.dependents(uid):
-            with contextlib.suppress(NotFoundError):
-                self.store.delete(resource, namespace, name)
+        dependents, more = per_pass(self.store.dependents(uid))
+        await slow_start_batch(dependents, self.delete_quietly)
+        if more:
+            self.wakeups.append(0.0)
+            return
         with contextlib.suppress(NotFoundError):
             self.store.delete(JOBS.key, self.namespace, self.name, uid=uid)
 
-    def suspend(self, active: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        self.delete_pods(active)
+    async def suspend(self, active: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        left = await self.delete_pods(active)
         if condition_true(self.status, SUSPENDED) is None:
             set_condition(self.status, SUSPENDED, "True", "JobSuspended", "Job suspended", self.stamp)
             self.events.append(("Normal", "Suspended", "Job suspended"))
-        return []
+        return left
 
     def resume(self) -> None:
         if condition_true(self.status, SUSPENDED) is not None:
@@ -278,7 +291,7 @@ class Sync:
             self.wakeups.append(float(self.spec["ttlSecondsAfterFinished"]))
         return True
 
-    def scale(self, active: list[dict[str, Any]], succeeded: int, failed: int) -> list[dict[str, Any]]:
+    async def scale(self, active: list[dict[str, Any]], succeeded: int, failed: int) -> list[dict[str, Any]]:
         parallelism = int(self.spec.get("parallelism", 1))
         completions = self.spec.get("completions")
         if completions is None:
@@ -287,15 +300,69 @@ class Sync:
             wanted = max(0, min(parallelism, int(completions) - succeeded))
         if len(active) > wanted:
             surplus = sorted(active, key=lambda p: p["metadata"].get("creationTimestamp", ""))[wanted:]
-            self.delete_pods(surplus)
-            return [p for p in active if p not in surplus]
+            left = await self.delete_pods(surplus)
+            gone = {id(p) for p in surplus} - {id(p) for p in left}
+            return [p for p in active if id(p) not in gone]
         missing = wanted - len(active)
         if missing and failed:
             wait = self.backoff_remaining(failed)
             if wait > 0:
                 self.wakeups.append(wait)
                 return active
-        return active + [self.create_pod() for _ in range(missing)]
+        return active + await self.create_pods(list(range(missing)), lambda _: self.build_pod())
+
+    async def create_pods(
+        self,
+        indexes: list[int],
+        build: Callable[[int], dict[str, Any]],
+        around: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext,
+    ) -> list[dict[str, Any]]:
+        """The pods ``build(i)`` gives, in slow-start batches (each batch one transaction) while the
+        Job stays as this sync read it; at most ``MAX_PER_PASS`` in one sync, the next at once for
+        the rest. Returns the pods created."""
+        now, more = per_pass(indexes)
+        if more:
+            self.wakeups.append(0.0)
+        created: list[dict[str, Any]] = []
+        pending: list[dict[str, Any]] = []
+
+        def store_batch() -> None:
+            stored = self.store.create_missing([(PODS.key, pod) for pod in pending], owner=(JOBS.key, self.job))
+            for pod, obj in zip(pending, stored, strict=True):
+                created.append(obj if obj is not None else self.create_renamed(pod))
+                self.created(created[-1])
+            pending.clear()
+
+        await slow_start_batch(
+            now, lambda i: pending.append(build(i)), proceed=self.unchanged, after_batch=store_batch, around=around
+        )
+        return created
+
+    def create_renamed(self, pod: dict[str, Any]) -> dict[str, Any]:
+        """A pod whose random name was taken: another, as the API server's generateName retries."""
+        for _ in range(5):
+            self.rename(pod)
+            try:
+                return self.store.create(PODS.key, pod, owner=(JOBS.key, self.job))
+            except AlreadyExistsError:
+                continue
+        raise AlreadyExistsError(pod["metadata"]["name"])
+
+    def rename(self, pod: dict[str, Any]) -> None:
+        pod["metadata"]["name"] = f"{self.name}-{''.join(secrets.choice(NAME_ALPHABET) for _ in range(5))}"
+
+    def created(self, pod: dict[str, Any]) -> None:
+        self.events.append(("Normal", "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}"))
+
+    def unchanged(self) -> bool:
+        """The Job is still the one this sync read (not deleted, replaced, suspended or edited)."""
+        current = self.store.get(JOBS.key, self.namespace, self.name)
+        return (
+            current is not None
+            and current["metadata"]["uid"] == self.job["metadata"]["uid"]
+            and not current["metadata"].get("deletionTimestamp")
+            and current.get("spec") == self.job.get("spec")
+        )
 
     def backoff_remaining(self, failed: int) -> float:
         """Seconds until a failed pod may be replaced: upstream's exponential back-off after the last failure."""
@@ -305,12 +372,12 @@ class Sync:
         return 0.0 if last is None else last + delay - time.monotonic()
 
     def last_failure(self) -> float | None:
-        uids = {p["metadata"]["uid"] for p in self.c.owned_pods(self.job) if self.phase(p) == "Failed"}
+        uids = {p["metadata"]["uid"] for p in self.pods if self.phase(p) == "Failed"}  # (as this sync read them)
         seen = [t for uid, t in self.c.failures_seen.items() if uid in uids]
         return max(seen, default=None)
 
     # -- pods -----------------------------------------------------------------------------------
-    def create_pod(self) -> dict[str, Any]:
+    def build_pod(self) -> dict[str, Any]:
         template = self.spec.get("template") or {}
         tmeta = template.get("metadata") or {}
         meta: dict[str, Any] = {
@@ -342,25 +409,28 @@ class Sync:
             "spec": copy.deepcopy(template.get("spec") or {}),
         }
         canonical.pod(pod, automount=serviceaccount.automounts(self.store, pod))  # (as the API server stores it)
-        for _ in range(5):
-            try:
-                created = self.store.create(PODS.key, pod)
-                break
-            except AlreadyExistsError:
-                meta["name"] = f"{self.name}-{''.join(secrets.choice(NAME_ALPHABET) for _ in range(5))}"
-        else:
-            raise AlreadyExistsError(meta["name"])
-        self.events.append(("Normal", "SuccessfulCreate", f"Created pod: {created['metadata']['name']}"))
-        return created
+        return pod
 
-    def delete_pods(self, pods: list[dict[str, Any]]) -> None:
-        for pod in pods:
-            name = pod["metadata"]["name"]
-            try:
-                self.store.delete(PODS.key, self.namespace, name, uid=pod["metadata"]["uid"])
-            except NotFoundError:
-                continue
-            self.events.append(("Normal", "SuccessfulDelete", f"Deleted pod: {name}"))
+    async def delete_pods(self, pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Delete ``pods`` (at most ``MAX_PER_PASS``, in slow-start batches); returns those left for
+        the next sync, which comes at once."""
+        now, more = per_pass(pods)
+        if more:
+            self.wakeups.append(0.0)
+        await slow_start_batch(now, self.delete_pod)
+        return list(pods[len(now) :])
+
+    def delete_pod(self, pod: dict[str, Any]) -> None:
+        name = pod["metadata"]["name"]
+        try:
+            self.store.delete(PODS.key, self.namespace, name, uid=pod["metadata"]["uid"])
+        except NotFoundError:
+            return
+        self.events.append(("Normal", "SuccessfulDelete", f"Deleted pod: {name}"))
+
+    def delete_quietly(self, ref: tuple[str, str, str]) -> None:
+        with contextlib.suppress(NotFoundError):
+            self.store.delete(*ref)
 
     # -- writing back ---------------------------------------------------------------------------
     def save(self) -> None:
@@ -372,9 +442,9 @@ class Sync:
             if current.get("spec") != self.job.get("spec"):
                 raise ConflictError(self.name)  # changed under us (e.g. suspended): sync again
             current["status"] = self.status
-            obj = self.store.update(JOBS.key, current, check_rv=False)
-        for type_, reason, message in self.events:
-            record_event(self.store, obj, type_, reason, message, COMPONENT)
+            obj = self.store.update(JOBS.key, current)  # (a Conflict: the sync runs again)
+        # one transaction, however many pods the sync created or deleted
+        record_events(self.store, [(obj, type_, reason, message, COMPONENT) for type_, reason, message in self.events])
 
     def next_pass(self) -> float | None:
         return min(self.wakeups) + 0.05 if self.wakeups else None

@@ -38,8 +38,8 @@ from airflow_provider_training.embedded.controllers.batchjobs import (
 )
 from airflow_provider_training.embedded.network import shared_network
 from airflow_provider_training.embedded.resources import BY_KEY, PODS
-from airflow_provider_training.embedded.runtime import ControllerContext
-from airflow_provider_training.embedded.store import AlreadyExistsError, WatchEvent
+from airflow_provider_training.embedded.runtime import ControllerContext, list_in_slices
+from airflow_provider_training.embedded.store import WatchEvent
 from airflow_provider_training.specs.annotations import BATCH_CONTROLLER_UID as CONTROLLER_UID
 from airflow_provider_training.specs.annotations import BATCH_JOB_NAME as JOB_NAME
 from airflow_provider_training.specs.annotations import BATCH_LEGACY_CONTROLLER_UID as LEGACY_CONTROLLER_UID
@@ -101,16 +101,18 @@ class IndexedJobController(BatchJobController):
             if COMPLETION_INDEX in (meta.get("annotations") or {}):  # its hostname keeps the reservation
                 self.network.release_pod(meta.get("namespace", ""), meta["name"])
 
-    def reconcile(self, key: Key) -> float | None:
+    async def reconcile(self, key: Key) -> float | None:
         namespace, name = key.namespace, key.name
         job = self.store.get(JOBS.key, namespace, name)
         if job is None or job["metadata"].get("deletionTimestamp") or not is_indexed(job):
             return None
-        return IndexedSync(self, job).run()
+        return await IndexedSync(self, job).run()
 
-    def owned_pods(self, job: dict[str, Any]) -> list[dict[str, Any]]:
+    async def owned_pods(self, job: dict[str, Any]) -> list[dict[str, Any]]:
         uid = job["metadata"]["uid"]
-        items = self.store.list(PODS.key, job["metadata"]["namespace"], label_equals=[(CONTROLLER_UID, uid)]).items
+        items = await list_in_slices(
+            self.store, PODS.key, job["metadata"]["namespace"], label_equals=[(CONTROLLER_UID, uid)]
+        )
         return [
             p
             for p in items
@@ -123,11 +125,11 @@ class IndexedSync(Sync):
 
     c: IndexedJobController
 
-    def run(self) -> float | None:
+    async def run(self) -> float | None:
         if condition_true(self.status, COMPLETE) or condition_true(self.status, FAILED):
             return None
         completions = int(self.spec.get("completions") or 1)
-        pods = self.c.owned_pods(self.job)
+        pods = self.pods = await self.c.owned_pods(self.job)
         active = [
             p for p in pods if not p["metadata"].get("deletionTimestamp") and phase(p) not in ("Succeeded", "Failed")
         ]
@@ -137,8 +139,7 @@ class IndexedSync(Sync):
             if phase(p) == "Failed":
                 self.c.failures_seen.setdefault(p["metadata"]["uid"], time.monotonic())
         if self.spec.get("suspend"):
-            self.delete_pods(active)
-            active = []
+            active = await self.delete_pods(active)
             if condition_true(self.status, SUSPENDED) is None:
                 set_condition(self.status, SUSPENDED, "True", "JobSuspended", "Job suspended", self.stamp)
                 self.events.append(("Normal", "Suspended", "Job suspended"))
@@ -150,20 +151,18 @@ class IndexedSync(Sync):
             self.status.setdefault("startTime", self.stamp)
             failure = self.failure(active, failed)
             if failure is not None:
-                self.delete_pods(active)
-                active = []
+                active = await self.delete_pods(active)
                 set_condition(self.status, FAILURE_TARGET, "True", *failure, self.stamp)
                 set_condition(self.status, FAILED, "True", *failure, self.stamp)
                 self.events.append(("Warning", failure[0], failure[1]))
             elif len(done) >= completions:
-                self.delete_pods(active)
-                active = []
+                active = await self.delete_pods(active)
                 set_condition(self.status, SUCCESS_CRITERIA_MET, "True", *COMPLETED_MESSAGE, self.stamp)
                 set_condition(self.status, COMPLETE, "True", *COMPLETED_MESSAGE, self.stamp)
                 self.status["completionTime"] = self.stamp
                 self.events.append(("Normal", "Completed", "Job completed"))
             else:
-                active = self.scale_indexes(active, done, failed, completions)
+                active = await self.scale_indexes(active, done, failed, completions)
         self.status.update(
             active=len(active),
             ready=sum(pod_ready(p) for p in active),
@@ -180,7 +179,7 @@ class IndexedSync(Sync):
         self.save()
         return min(self.wakeups) + 0.05 if self.wakeups else None
 
-    def scale_indexes(
+    async def scale_indexes(
         self, active: list[dict[str, Any]], done: set[int], failed: int, completions: int
     ) -> list[dict[str, Any]]:
         running = {index_of(p) for p in active}
@@ -188,15 +187,16 @@ class IndexedSync(Sync):
         if missing and failed:
             initial, cap = self.c.backoff
             delay = min(initial * 2 ** (failed - 1), cap)
-            uids = {p["metadata"]["uid"] for p in self.c.owned_pods(self.job) if phase(p) == "Failed"}
+            uids = {p["metadata"]["uid"] for p in self.pods if phase(p) == "Failed"}
             last = max((t for uid, t in self.c.failures_seen.items() if uid in uids), default=None)
             wait = 0.0 if last is None else last + delay - time.monotonic()
             if wait > 0:
                 self.wakeups.append(wait)
                 return active
-        return active + [self.create_index_pod(i) for i in missing]
+        # (each batch's addresses written to the node's journal once)
+        return active + await self.create_pods(missing, self.build_index_pod, around=self.c.network.batch)
 
-    def create_index_pod(self, index: int) -> dict[str, Any]:
+    def build_index_pod(self, index: int) -> dict[str, Any]:
         template = self.spec.get("template") or {}
         tmeta = template.get("metadata") or {}
         uid = self.job["metadata"]["uid"]
@@ -238,17 +238,17 @@ class IndexedSync(Sync):
         }
         pod = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
         canonical.pod(pod, automount=serviceaccount.automounts(self.store, pod))
+        self.rename(pod)
+        return pod
+
+    def rename(self, pod: dict[str, Any]) -> None:
+        """``<hostname>-<5 random>``, with the address reserved for the hostname."""
+        meta = pod["metadata"]
+        hostname = pod["spec"]["hostname"]
+        meta["name"] = f"{hostname}-{''.join(secrets.choice(NAME_ALPHABET) for _ in range(5))}"
         address = self.c.network.pod_address(self.namespace, address_key(hostname))
-        for _ in range(5):
-            meta["name"] = f"{hostname}-{''.join(secrets.choice(NAME_ALPHABET) for _ in range(5))}"
-            self.c.network.assign(self.namespace, meta["name"], address)
-            try:
-                created = self.store.create(PODS.key, pod)
-                break
-            except AlreadyExistsError:
-                continue
-        else:
-            raise AlreadyExistsError(meta["name"])
-        volumes.ensure_claims(self.store, self.c.home, created)  # volumeClaimPolicies' claims, bound at once
-        self.events.append(("Normal", "SuccessfulCreate", f"Created pod: {created['metadata']['name']}"))
-        return created
+        self.c.network.assign(self.namespace, meta["name"], address)
+
+    def created(self, pod: dict[str, Any]) -> None:
+        volumes.ensure_claims(self.store, self.c.home, pod)  # volumeClaimPolicies' claims, bound at once
+        super().created(pod)

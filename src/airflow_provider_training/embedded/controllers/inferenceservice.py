@@ -386,7 +386,7 @@ class InferenceServiceController:
         if latest_ready and (old.get("LatestDeploymentReady") or {}).get("status") != "True":
             record_event(self.store, current, "Normal", "RevisionReady", f"{latest_name} serves {url}", COMPONENT)
         current["status"] = status
-        self.store.update(ISVCS.key, current, check_rv=False)
+        self.store.update(ISVCS.key, current)  # (just read: a Conflict runs the pass again)
 
 
 def _port_of(url: str | None) -> int:

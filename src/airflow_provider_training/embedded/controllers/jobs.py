@@ -23,10 +23,19 @@ from typing import Any
 
 from airflow_provider_training.embedded import canonical, runtime, serviceaccount
 from airflow_provider_training.embedded.controllers.refs import owner_references
-from airflow_provider_training.embedded.events import new_event, record_events
+from airflow_provider_training.embedded.events import filtered, record_events
 from airflow_provider_training.embedded.network import LocalAddressing, shared_network
 from airflow_provider_training.embedded.resources import BY_KEY, BY_KIND, EVENTS, PODS, RESOURCE_TYPES, ResourceType
-from airflow_provider_training.embedded.runtime import ControllerContext, For, Owns, OwnWrites, WorkQueue
+from airflow_provider_training.embedded.runtime import (
+    ControllerContext,
+    For,
+    Owns,
+    OwnWrites,
+    WorkQueue,
+    list_in_slices,
+    per_pass,
+    slow_start_batch,
+)
 from airflow_provider_training.embedded.store import ConflictError, NotFoundError, Store, WatchEvent
 from airflow_provider_training.frameworks import Event, PodState, objects, plugin, replicas, restarts, runpolicy
 from airflow_provider_training.frameworks import conditions as cond
@@ -91,12 +100,13 @@ class JobController:
         except (ValueError, KeyError):  # an object written around the API: nothing was allocated for it
             return
         p = plugin(job.kind)
-        for rtype in p.replica_types(job):
-            for i in range(job.replica_specs[rtype].replicas or 0):
-                self.addressing.network.release_pod(job.namespace, p.pod_name(job, rtype, i))
+        with self.addressing.network.batch():  # one journal write for the job, not one per pod
+            for rtype in p.replica_types(job):
+                for i in range(job.replica_specs[rtype].replicas or 0):
+                    self.addressing.network.release_pod(job.namespace, p.pod_name(job, rtype, i))
 
     # -- reconcile ------------------------------------------------------------------------------
-    def reconcile(self, key: Key) -> float | None:
+    async def reconcile(self, key: Key) -> float | None:
         resource, namespace, name = BY_KIND[key.kind].key, key.namespace, key.name
         obj = self.store.get(resource, namespace, name)
         if obj is None or obj["metadata"].get("deletionTimestamp"):
@@ -108,18 +118,19 @@ class JobController:
             return None
         if runpolicy.is_managed_elsewhere(job):
             return None
-        return Pass(self, plugin(job.kind), job, obj, resource).run()
+        p = plugin(job.kind)
+        return await Pass(self, p, job, obj, resource, await self.job_pods(p, job)).run()
 
     # -- store helpers used by a pass -----------------------------------------------------------
-    def job_pods(self, p: FrameworkPlugin, job: TrainingJob) -> list[dict[str, Any]]:
-        return self._owned(PODS.key, p, job)
+    async def job_pods(self, p: FrameworkPlugin, job: TrainingJob) -> list[dict[str, Any]]:
+        return await self._owned(PODS.key, p, job)
 
-    def job_services(self, p: FrameworkPlugin, job: TrainingJob) -> list[dict[str, Any]]:
-        return self._owned(SERVICES.key, p, job)
+    async def job_services(self, p: FrameworkPlugin, job: TrainingJob) -> list[dict[str, Any]]:
+        return await self._owned(SERVICES.key, p, job)
 
-    def _owned(self, resource: str, p: FrameworkPlugin, job: TrainingJob) -> list[dict[str, Any]]:
+    async def _owned(self, resource: str, p: FrameworkPlugin, job: TrainingJob) -> list[dict[str, Any]]:
         terms = [(lbl.JOB_NAME, job.name.replace("/", "-")), (lbl.OPERATOR_NAME, p.info.operator_name)]
-        items = self.store.list(resource, job.namespace, label_equals=terms).items
+        items = await list_in_slices(self.store, resource, job.namespace, label_equals=terms)
         uid = job.metadata.uid
         return [o for o in items if any(r.get("uid") == uid and r.get("controller") for r in owner_references(o))]
 
@@ -128,7 +139,13 @@ class Pass:
     """One reconcile of one job (§3.1)."""
 
     def __init__(
-        self, c: JobController, p: FrameworkPlugin, job: TrainingJob, obj: dict[str, Any], resource: str
+        self,
+        c: JobController,
+        p: FrameworkPlugin,
+        job: TrainingJob,
+        obj: dict[str, Any],
+        resource: str,
+        pods: list[dict[str, Any]],
     ) -> None:
         self.c, self.p, self.job, self.obj, self.resource = c, p, job, obj, resource
         self.store = c.store
@@ -138,39 +155,42 @@ class Pass:
         self.before = dump_status(self.status)
         self.events: list[Event] = []
         self.pending: list[tuple[ResourceType, dict[str, Any], str | None, str]] = []
-        self.pods = c.job_pods(p, job)
+        self.pods = pods
         self.states = [PodState.from_pod(pod, p.info.default_container) for pod in self.pods]
+        self.more = False  # more to create or delete than one pass does: the next pass at once
 
     # -- the steps ------------------------------------------------------------------------------
-    def run(self) -> float | None:
+    async def run(self) -> float | None:
         """One pass; returns the seconds until the next one is due (activeDeadlineSeconds, TTL)."""
         kind, name = self.p.info.kind, self.job.name
         if cond.find(self.status, cond.CREATED) is None:
             cond.mark_created(self.status, kind, name, self.now)
         if self.status.finished:
-            self.finished()
+            await self.finished()
         elif runpolicy.is_suspended(self.job):
-            self.suspended()
+            await self.suspended()
         else:
-            self.active()
+            await self.active()
         self.save()
+        if self.more:
+            return 0.0
         wake = runpolicy.next_wakeup(self.job, self.status)
         return None if wake is None else (wake - datetime.now(UTC)).total_seconds() + 0.05
 
-    def finished(self) -> None:
-        self.delete_pods(runpolicy.pods_to_delete_when_finished(self.job, self.states))
+    async def finished(self) -> None:
+        await self.delete_pods(runpolicy.pods_to_delete_when_finished(self.job, self.states))
         if self.status.is_true(cond.SUCCEEDED):
             replicas.fold_active_into_succeeded(self.status)
         if runpolicy.ttl_expired(self.job, self.status, self.now):
-            self.delete_job()
+            await self.delete_job()
 
-    def suspended(self) -> None:
-        self.delete_pods([s.name for s in self.states], all_services=True)
+    async def suspended(self) -> None:
+        await self.delete_pods([s.name for s in self.states], all_services=True)
         t = runpolicy.suspend(self.p, self.job, self.status, self.now)
         self.status = t.status
         self.events += t.events
 
-    def active(self) -> None:
+    async def active(self) -> None:
         resumed = runpolicy.resume_if_suspended(self.p, self.job, self.status, self.now)
         if resumed is not None:
             self.status = resumed.status
@@ -180,40 +200,59 @@ class Pass:
         if failed is not None:
             self.status = failed.status
             self.events += failed.events
-            self.delete_pods(runpolicy.pods_to_delete_when_finished(self.job, self.states))
+            await self.delete_pods(runpolicy.pods_to_delete_when_finished(self.job, self.states))
             return
         self.exited_events()
         outcome = restarts.handle_failed_pods(self.p, self.job, self.status, self.states, self.now)
         self.events += [e for e in outcome.events if e.reason != "ExitedWithCode"]
-        self.delete_pods(outcome.delete)
+        await self.delete_pods(outcome.delete)
         if outcome.exit_code_retries:
             self.count_exit_code_retries(retries + outcome.exit_code_retries)
         if not self.status.is_true(cond.FAILED):
-            self.pods_and_services()
+            await self.pods_and_services()
         self.status.replica_statuses = replicas.replica_statuses(self.p, self.job, self.states)
         update = self.p.update_status(self.job, self.status, self.states, self.now)
         self.status = update.status
         self.events += update.events
         if self.status.finished:
-            self.finished()  # fold counts and apply cleanPodPolicy now: one status write, not two
+            await self.finished()  # fold counts and apply cleanPodPolicy now: one status write, not two
 
     # -- pods -----------------------------------------------------------------------------------
-    def pods_and_services(self) -> None:
-        """Carry out what the kind's plugin says the job needs now (``plan_pods``)."""
+    async def pods_and_services(self) -> None:
+        """Carry out what the kind's plugin says the job needs now (``plan_pods``): at most
+        ``MAX_PER_PASS`` steps, in slow-start batches, each batch's objects written in one transaction
+        and its allocations persisted once."""
         services = (
-            {s["metadata"]["name"]: s for s in self.c.job_services(self.p, self.job)} if self.p.has_services else {}
+            {s["metadata"]["name"]: s for s in await self.c.job_services(self.p, self.job)}
+            if self.p.has_services
+            else {}
         )
-        with self.c.addressing.network.batch():  # the pass's allocations persisted once
-            for action in self.p.plan_pods(self.job, self.states, services, self.c.addressing):
-                self.carry_out(action)
-            self.create_pending()
+        actions, more = per_pass(self.p.plan_pods(self.job, self.states, services, self.c.addressing))
+        self.more = self.more or more
+        await slow_start_batch(
+            actions,
+            self.carry_out,
+            proceed=self.unchanged,
+            around=self.c.addressing.network.batch,
+            after_batch=self.create_pending,
+        )
+
+    def unchanged(self) -> bool:
+        """The job is still the one this pass read (not deleted, replaced, suspended or edited)."""
+        current = self.store.get(self.resource, self.job.namespace, self.job.name)
+        return (
+            current is not None
+            and current["metadata"]["uid"] == self.obj["metadata"]["uid"]
+            and not current["metadata"].get("deletionTimestamp")
+            and current.get("spec") == self.obj.get("spec")
+        )
 
     def carry_out(self, action: PodAction) -> None:
         """One step of the plan."""
         if isinstance(action, CreatePod):
             self.create_pod(action.rtype, action.index)
         elif isinstance(action, DeletePod):
-            self.delete_pods([action.name])
+            self.delete_pod(action.name)
         elif isinstance(action, CreateService):
             service = objects.build_service(self.p, self.job, action.rtype, action.index)
             if service is not None:
@@ -245,7 +284,7 @@ class Pass:
             self.create(CONFIGMAPS, config, None, "")
         elif current.get("data") != config["data"]:
             current["data"] = config["data"]
-            self.store.update(CONFIGMAPS.key, current, check_rv=False)
+            self.store.update(CONFIGMAPS.key, current)  # (just read: a Conflict runs the pass again)
 
     def create_pod(self, rtype: str, index: int) -> None:
         built = objects.build_pod(self.p, self.job, rtype, index, self.c.addressing)
@@ -268,7 +307,9 @@ class Pass:
     def create_pending(self) -> None:
         """Store the objects the plan created, in its order; one that exists already is left as it is."""
         pending, self.pending = self.pending, []
-        created = self.store.create_missing([(rt.key, obj) for rt, obj, _, _ in pending])
+        created = self.store.create_missing(
+            [(rt.key, obj) for rt, obj, _, _ in pending], owner=(self.resource, self.obj)
+        )
         for obj in created:
             if obj is not None:
                 self.c.own_writes.add(obj)
@@ -283,15 +324,22 @@ class Pass:
             return
         self.events.append(Event("Normal", reason, message))
 
-    def delete_pods(self, names: list[str], all_services: bool = False) -> None:
-        for name in names:
-            self.delete(PODS, name, "SuccessfulDeletePod", f"Deleted pod: {name}")
-            if self.p.has_services:
-                self.delete(SERVICES, name, "SuccessfulDeleteService", f"Deleted service: {name}")
-        if all_services and self.p.has_services:
-            for service in self.c.job_services(self.p, self.job):
-                sname = service["metadata"]["name"]
-                self.delete(SERVICES, sname, "SuccessfulDeleteService", f"Deleted service: {sname}")
+    async def delete_pods(self, names: list[str], all_services: bool = False) -> None:
+        """Delete the pods (and their Services), at most ``MAX_PER_PASS`` in slow-start batches."""
+        now, more = per_pass(names)
+        self.more = self.more or more
+        await slow_start_batch(now, self.delete_pod)
+        if all_services and self.p.has_services and not more:
+            services = [s["metadata"]["name"] for s in await self.c.job_services(self.p, self.job)]
+            await slow_start_batch(
+                services,
+                lambda name: self.delete(SERVICES, name, "SuccessfulDeleteService", f"Deleted service: {name}"),
+            )
+
+    def delete_pod(self, name: str) -> None:
+        self.delete(PODS, name, "SuccessfulDeletePod", f"Deleted pod: {name}")
+        if self.p.has_services:
+            self.delete(SERVICES, name, "SuccessfulDeleteService", f"Deleted service: {name}")
 
     def exited_events(self) -> None:
         """``ExitedWithCode`` once per container exit (upstream repeats it on every reconcile)."""
@@ -315,19 +363,23 @@ class Pass:
         if current is None:
             return
         current["metadata"].setdefault("annotations", {})[EXIT_CODE_RETRIES_ANNOTATION] = str(total)
-        self.obj = self.store.update(self.resource, current, check_rv=False)
+        self.obj = self.store.update(self.resource, current)
 
-    def delete_job(self) -> None:
+    async def delete_job(self) -> None:
         uid = self.obj["metadata"]["uid"]
-        for resource, namespace, name in self.store.dependents(uid):
-            try:
-                self.store.delete(resource, namespace, name)
-            except NotFoundError:
-                continue
+        dependents, more = per_pass(self.store.dependents(uid))
+        await slow_start_batch(dependents, self.delete_quietly)
+        if more:
+            self.more = True
+            return
         with contextlib.suppress(NotFoundError):
             self.store.delete(self.resource, self.job.namespace, self.job.name, uid=uid)
         self.events = []
         self.obj = {}
+
+    def delete_quietly(self, ref: tuple[str, str, str]) -> None:
+        with contextlib.suppress(NotFoundError):
+            self.store.delete(*ref)
 
     # -- writing back ---------------------------------------------------------------------------
     def save(self) -> None:
@@ -345,10 +397,8 @@ class Pass:
                 raise ConflictError(self.job.name)
             current["status"] = after
             # the status and the pass's events in one transaction, the status first
-            also = [(EVENTS.key, new_event(*event)) for event in events]
-            self.obj = self.c.own_writes.add(
-                self.store.update(self.resource, current, check_rv=False, also_create=also)
-            )
+            also = [(EVENTS.key, event) for event in filtered(events)]
+            self.obj = self.c.own_writes.add(self.store.update(self.resource, current, also_create=also))
             return
         # the pass's events in one transaction (a first pass records eight)
         record_events(self.store, events)

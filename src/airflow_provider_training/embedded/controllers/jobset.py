@@ -19,19 +19,29 @@ import contextlib
 import copy
 import json
 import logging
+import re
 from datetime import UTC, datetime
 from typing import Any
 
 from airflow_provider_training.embedded import runtime
 from airflow_provider_training.embedded.controllers.indexedjobs import address_key
-from airflow_provider_training.embedded.events import record_event
+from airflow_provider_training.embedded.events import record_events
 from airflow_provider_training.embedded.network import Network, shared_network
 from airflow_provider_training.embedded.resources import BY_KEY
-from airflow_provider_training.embedded.runtime import ControllerContext, For, Owns, WorkQueue
+from airflow_provider_training.embedded.runtime import (
+    ControllerContext,
+    For,
+    Owns,
+    WorkQueue,
+    list_in_slices,
+    per_pass,
+    slow_start_batch,
+)
 from airflow_provider_training.embedded.store import AlreadyExistsError, ConflictError, NotFoundError, Store, WatchEvent
 from airflow_provider_training.frameworks.trainer import jobset as js
 from airflow_provider_training.frameworks.trainer.status import find, set_condition
 from airflow_provider_training.specs.annotations import WORKING_DIR_ANNOTATION
+from airflow_provider_training.specs.batch import indexed_job_issues
 
 log = logging.getLogger(__name__)
 JOBSETS = BY_KEY["jobset.x-k8s.io/jobsets"]
@@ -60,17 +70,23 @@ def localize(value: Any, jobset: dict[str, Any], network: Network) -> Any:
     namespace = jobset["metadata"].get("namespace", "default")
     subdomain = js.subdomain(jobset)
     text = json.dumps(value)
-    for hostname in sorted(pod_hostnames(jobset), key=len, reverse=True):
-        fqdn = f"{hostname}.{subdomain}"
-        if fqdn in text:
-            text = text.replace(fqdn, network.pod_address(namespace, address_key(hostname)))
+    # the names the text holds, found in one scan (not one search per pod: a 20,000-node JobSet);
+    # a name may follow other letters ("...slots=1\\nmpi-node-0-1.mpi" in JSON): each tail of a word
+    named: set[str] = set()
+    for match in re.finditer(rf"([a-z0-9][-a-z0-9]*)\.{re.escape(subdomain)}", text):
+        word = match.group(1)
+        named.update(word[i:] for i in range(len(word)))
+    hostnames = named & set(pod_hostnames(jobset)) if named else set()
+    for hostname in sorted(hostnames, key=len, reverse=True):
+        text = text.replace(f"{hostname}.{subdomain}", network.pod_address(namespace, address_key(hostname)))
     return json.loads(text)
 
 
 def release(jobset: dict[str, Any], network: Network) -> None:
     namespace = jobset["metadata"].get("namespace", "default")
-    for hostname in pod_hostnames(jobset):
-        network.release_pod(namespace, address_key(hostname))
+    with network.batch():  # one journal write for the JobSet, not one per pod
+        for hostname in pod_hostnames(jobset):
+            network.release_pod(namespace, address_key(hostname))
 
 
 def _set(conditions: list[dict[str, Any]], parts: tuple[str, str, str, str], now: datetime) -> bool:
@@ -98,6 +114,10 @@ def _set(conditions: list[dict[str, Any]], parts: tuple[str, str, str, str], now
     return True
 
 
+class JobCreationError(Exception):
+    """A child Job the API server would refuse (the pass is retried on the runtime's back-off)."""
+
+
 class JobSetController:
     name = "jobsets"
     sources = (
@@ -107,6 +127,7 @@ class JobSetController:
 
     def __init__(self) -> None:
         self.work: WorkQueue[Key] = WorkQueue()
+        self.creation_failures: dict[str, str] = {}  # JobSet uid -> the last JobCreationFailed message
 
     async def run(self, ctx: ControllerContext) -> None:
         self.store: Store = ctx.store
@@ -115,40 +136,50 @@ class JobSetController:
 
     def _on_event(self, event: WatchEvent) -> None:
         if event.type == "DELETED" and event.resource == JOBSETS.key:
+            self.creation_failures.pop(event.object.get("metadata", {}).get("uid", ""), None)
             with contextlib.suppress(KeyError, TypeError):
                 release(event.object, self.network)
 
-    def reconcile(self, key: Key) -> float | None:
+    async def reconcile(self, key: Key) -> float | None:
         namespace, name = key.namespace, key.name
         obj = self.store.get(JOBSETS.key, namespace, name)
         if obj is None or obj["metadata"].get("deletionTimestamp"):
             return None
         if (obj.get("spec") or {}).get("managedBy", MANAGED_BY) != MANAGED_BY:
             return None
-        return JobSetPass(self, obj).run()
+        return await JobSetPass(self, obj).run()
 
-    def owned_jobs(self, jobset: dict[str, Any]) -> list[dict[str, Any]]:
+    async def owned_jobs(self, jobset: dict[str, Any]) -> list[dict[str, Any]]:
         uid = jobset["metadata"]["uid"]
-        items = self.store.list(
-            JOBS.key, jobset["metadata"]["namespace"], label_equals=[(js.JOBSET_NAME, jobset["metadata"]["name"])]
-        ).items
+        items = await list_in_slices(
+            self.store,
+            JOBS.key,
+            jobset["metadata"]["namespace"],
+            label_equals=[(js.JOBSET_NAME, jobset["metadata"]["name"])],
+        )
         return [
             j
             for j in items
             if any(r.get("uid") == uid and r.get("controller") for r in j["metadata"].get("ownerReferences") or [])
         ]
 
-    def delete_tree(self, resource: str, obj: dict[str, Any]) -> bool:
-        """Foreground deletion: dependents (a Job's pods) first, then the object."""
+    async def delete_tree(self, resource: str, obj: dict[str, Any]) -> bool:
+        """Foreground deletion: dependents (a Job's pods) first, in slow-start batches, then the
+        object; False when it is not gone yet (more dependents than one pass deletes, or gone before)."""
         meta = obj["metadata"]
-        for dep_resource, dep_ns, dep_name in self.store.dependents(meta["uid"]):
-            with contextlib.suppress(NotFoundError):
-                self.store.delete(dep_resource, dep_ns, dep_name)
+        dependents, more = per_pass(self.store.dependents(meta["uid"]))
+        await slow_start_batch(dependents, self.delete_quietly)
+        if more:
+            return False
         try:
             self.store.delete(resource, meta.get("namespace", ""), meta["name"], uid=meta["uid"])
         except NotFoundError:
             return False
         return True
+
+    def delete_quietly(self, ref: tuple[str, str, str]) -> None:
+        with contextlib.suppress(NotFoundError):
+            self.store.delete(*ref)
 
 
 class JobSetPass:
@@ -161,22 +192,23 @@ class JobSetPass:
         self.conditions: list[dict[str, Any]] = self.status.setdefault("conditions", [])
         self.now = datetime.now(UTC)
         self.events: list[tuple[str, str, str]] = []
+        self.requeue: float | None = None  # more Jobs to create than one pass creates: again at once
 
     @property
     def view(self) -> dict[str, Any]:
         """The JobSet with this pass's status (what the pure decisions read)."""
         return {**self.jobset, "status": self.status}
 
-    def run(self) -> float | None:
+    async def run(self) -> float | None:
         self.status.setdefault("restarts", 0)
-        owned = js.classify(self.view, self.c.owned_jobs(self.jobset))
+        owned = js.classify(self.view, await self.c.owned_jobs(self.jobset))
         for job in owned.previous:  # an earlier attempt's Jobs: foreground deletion
-            self.c.delete_tree(JOBS.key, job)
+            await self.c.delete_tree(JOBS.key, job)
         statuses = js.replicated_jobs_status(self.view, owned)
         self.status["replicatedJobsStatus"] = statuses
         if self.status.get("terminalState"):
             for job in owned.active:
-                self.c.delete_tree(JOBS.key, job)
+                await self.c.delete_tree(JOBS.key, job)
             return self.save()
         if owned.failed:
             self.failure_policy(owned)
@@ -194,11 +226,14 @@ class JobSetPass:
         if js.dns_hostnames(self.jobset):
             self.ensure_service()
         creation = js.jobs_to_create(self.view, owned, statuses)
-        for job in creation.jobs:
-            self.create_job(job)
+        jobs, more = per_pass(creation.jobs)
+        await slow_start_batch(jobs, self.create_job, proceed=self.unchanged)
         if creation.startup_condition is not None:
             _set(self.conditions, creation.startup_condition, self.now)
-        self.suspend_or_resume(owned.active)
+        await slow_start_batch(owned.active, self.suspend_or_resume_job)
+        self.suspended_condition()
+        if more:
+            self.requeue = 0.0
         if (
             not self.jobset["spec"].get("suspend")
             and statuses
@@ -264,9 +299,13 @@ class JobSetPass:
         if workdir:  # the node's working directory for the pods (a TrainJob's, from the DAG folder)
             pod_meta = spec["template"].setdefault("metadata", {})
             pod_meta.setdefault("annotations", {}).setdefault(WORKING_DIR_ANNOTATION, workdir)
+        issues = indexed_job_issues(spec)
+        if issues:
+            # kube-apiserver refuses such a Job: the JobSet controller records why and tries again
+            self.job_creation_failed(job, issues)
         spec["template"] = localize(spec["template"], self.jobset, self.c.network)
         try:
-            created = self.store.create(JOBS.key, job)
+            created = self.store.create(JOBS.key, job, owner=(JOBSETS.key, self.jobset))
         except AlreadyExistsError:
             return
         # The API server's generated selector and pod-template labels, as for any Job.
@@ -284,15 +323,40 @@ class JobSetPass:
         self.store.update(JOBS.key, created, check_rv=False)
         self.events.append(("Normal", "SuccessfulCreate", f"created job {created['metadata']['name']}"))
 
-    def suspend_or_resume(self, active: list[dict[str, Any]]) -> None:
+    def job_creation_failed(self, job: dict[str, Any], issues: list[tuple[str, str]]) -> None:
+        """What the JobSet controller does when the API server refuses a Job: a Warning event
+        ``JobCreationFailed`` (once per message here), and the pass fails, to be retried on its
+        back-off. The text is kube-apiserver's (one cause bare, several in brackets)."""
+        name = job["metadata"]["name"]
+        listed = [f"{path}: {message}" for path, message in issues]
+        causes = listed[0] if len(listed) == 1 else "[" + ", ".join(listed) + "]"
+        message = f'job "{name}" creation failed with error: Job.batch "{name}" is invalid: {causes}'
+        if self.c.creation_failures.get(self.jobset["metadata"]["uid"]) != message:
+            self.c.creation_failures[self.jobset["metadata"]["uid"]] = message
+            record_events(self.store, [(self.jobset, "Warning", "JobCreationFailed", message, COMPONENT)])
+        raise JobCreationError(message)
+
+    def unchanged(self) -> bool:
+        """The JobSet is still the one this pass read (not deleted, replaced or edited)."""
+        current = self.store.get(JOBSETS.key, self.namespace, self.name)
+        return (
+            current is not None
+            and current["metadata"]["uid"] == self.jobset["metadata"]["uid"]
+            and not current["metadata"].get("deletionTimestamp")
+            and current.get("spec") == self.jobset.get("spec")
+        )
+
+    def suspend_or_resume_job(self, job: dict[str, Any]) -> None:
         suspend = bool(self.jobset["spec"].get("suspend"))
-        for job in active:
-            if bool(job["spec"].get("suspend")) != suspend:
-                current = self.store.get(JOBS.key, self.namespace, job["metadata"]["name"])
-                if current is None:
-                    continue
-                current["spec"]["suspend"] = suspend
-                self.store.update(JOBS.key, current, check_rv=False)
+        if bool(job["spec"].get("suspend")) != suspend:
+            current = self.store.get(JOBS.key, self.namespace, job["metadata"]["name"])
+            if current is None:
+                return
+            current["spec"]["suspend"] = suspend
+            self.store.update(JOBS.key, current)  # (a Conflict: the pass runs again)
+
+    def suspended_condition(self) -> None:
+        suspend = bool(self.jobset["spec"].get("suspend"))
         if suspend:
             if _set(self.conditions, js.SUSPENDED, self.now):
                 self.events.append(("Normal", js.SUSPENDED[2], js.SUSPENDED[3]))
@@ -311,7 +375,6 @@ class JobSetPass:
             if current.get("spec") != self.jobset.get("spec"):
                 raise ConflictError(self.name)
             current["status"] = self.status
-            obj = self.store.update(JOBSETS.key, current, check_rv=False)
-        for type_, reason, message in self.events:
-            record_event(self.store, obj, type_, reason, message, COMPONENT)
-        return None
+            obj = self.store.update(JOBSETS.key, current)  # (a Conflict: the pass runs again)
+        record_events(self.store, [(obj, type_, reason, message, COMPONENT) for type_, reason, message in self.events])
+        return self.requeue

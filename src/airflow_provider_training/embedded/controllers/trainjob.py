@@ -35,7 +35,7 @@ from typing import Any
 
 from airflow_provider_training.embedded import runtime
 from airflow_provider_training.embedded.controllers import jobset as jobsets
-from airflow_provider_training.embedded.events import record_event
+from airflow_provider_training.embedded.events import record_events
 from airflow_provider_training.embedded.network import Network, shared_network
 from airflow_provider_training.embedded.resources import BY_KEY
 from airflow_provider_training.embedded.runtime import ControllerContext, For, Owns, WorkQueue
@@ -138,7 +138,7 @@ class TrainJobController:
         if event.type == "DELETED" and event.resource == TRAINJOBS.key:
             self.network.release_pod(event.namespace, _port_key(event.name))
 
-    def reconcile(self, key: Key) -> float | None:
+    async def reconcile(self, key: Key) -> float | None:
         namespace, name = key.namespace, key.name
         obj = self.store.get(TRAINJOBS.key, namespace, name)
         if obj is None or obj["metadata"].get("deletionTimestamp"):
@@ -149,7 +149,7 @@ class TrainJobController:
         if not isinstance(checked.object, TrainJob):  # admitted objects parse; written around the API
             log.warning("TrainJob %s/%s cannot be read: %s", namespace, name, checked.errors)
             return None
-        return TrainJobPass(self, obj, checked.object).run()
+        return await TrainJobPass(self, obj, checked.object).run()
 
 
 class TrainJobPass:
@@ -159,7 +159,7 @@ class TrainJobPass:
         self.now = datetime.now(UTC)
         self.events: list[tuple[str, str, str]] = []
 
-    def run(self) -> float | None:
+    async def run(self) -> float | None:
         conditions = (self.obj.get("status") or {}).get("conditions") or []
         jobset = self.store.get(JOBSETS.key, self.namespace, self.name)
         if jobset is not None and not any(
@@ -178,8 +178,8 @@ class TrainJobPass:
             else:
                 self.sync_suspend(jobset)
         step = reconcile_status(self.obj, jobset, self.now)
-        if step.delete_jobset and jobset is not None:
-            self.delete_jobset(jobset)
+        if step.delete_jobset and jobset is not None and not await self.delete_jobset(jobset):
+            retry = 0.0  # more children than one pass deletes
         self.save(step.status)
         delays = [d for d in (step.requeue_after, retry) if d is not None]
         return min(delays) if delays else None
@@ -218,7 +218,7 @@ class TrainJobPass:
             with contextlib.suppress(AlreadyExistsError):
                 self.store.create(resource, extra)
         try:
-            created = self.store.create(JOBSETS.key, jobset)
+            created = self.store.create(JOBSETS.key, jobset, owner=(TRAINJOBS.key, self.obj))
         except AlreadyExistsError:
             return self.store.get(JOBSETS.key, self.namespace, self.name), None
         self.events.append(("Normal", "SuccessfulCreate", f"Created JobSet: {self.name}"))
@@ -257,20 +257,29 @@ class TrainJobPass:
         if bool(jobset["spec"].get("suspend")) == suspend:
             return
         jobset["spec"]["suspend"] = suspend
-        self.store.update(JOBSETS.key, jobset, check_rv=False)
+        self.store.update(JOBSETS.key, jobset)  # (read by this pass: a Conflict runs it again)
 
-    def delete_jobset(self, jobset: dict[str, Any]) -> None:
-        for job in self.c.store.list(
-            "batch/jobs", self.namespace, label_equals=[("jobset.sigs.k8s.io/jobset-name", self.name)]
-        ).items:
-            for resource, ns, name in self.store.dependents(job["metadata"]["uid"]):
-                with contextlib.suppress(Exception):
-                    self.store.delete(resource, ns, name)
-        for resource, ns, name in self.store.dependents(jobset["metadata"]["uid"]):
-            with contextlib.suppress(Exception):
-                self.store.delete(resource, ns, name)
+    async def delete_jobset(self, jobset: dict[str, Any]) -> bool:
+        """The JobSet and what it owns, pods first, in slow-start batches; False while more remain
+        than one pass deletes."""
+        children = [
+            ref
+            for job in self.c.store.list(
+                "batch/jobs", self.namespace, label_equals=[("jobset.sigs.k8s.io/jobset-name", self.name)]
+            ).items
+            for ref in self.store.dependents(job["metadata"]["uid"])
+        ]
+        children += self.store.dependents(jobset["metadata"]["uid"])
+        now, more = runtime.per_pass(children)
+        await runtime.slow_start_batch(now, self.delete_quietly)
+        if more:
+            return False
+        self.delete_quietly((JOBSETS.key, self.namespace, self.name), uid=jobset["metadata"]["uid"])
+        return True
+
+    def delete_quietly(self, ref: tuple[str, str, str], uid: str | None = None) -> None:
         with contextlib.suppress(Exception):
-            self.store.delete(JOBSETS.key, self.namespace, self.name, uid=jobset["metadata"]["uid"])
+            self.store.delete(*ref, uid=uid)
 
     def fail(self, reason: str, message: str) -> None:
         status = copy.deepcopy(self.obj.get("status") or {})
@@ -292,8 +301,7 @@ class TrainJobPass:
             if "trainerStatus" in (current.get("status") or {}):
                 merged["trainerStatus"] = current["status"]["trainerStatus"]
             current["status"] = merged
-            obj = self.store.update(TRAINJOBS.key, current, check_rv=False)
+            obj = self.store.update(TRAINJOBS.key, current)  # (a Conflict: the pass runs again)
             self.obj = obj
-        for type_, reason, message in self.events:
-            record_event(self.store, obj, type_, reason, message, COMPONENT)
+        record_events(self.store, [(obj, type_, reason, message, COMPONENT) for type_, reason, message in self.events])
         self.events = []

@@ -35,6 +35,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,14 @@ from airflow_provider_training.embedded.node.capacity import Capacity
 from airflow_provider_training.embedded.node.execbroker import ExecBroker
 from airflow_provider_training.embedded.node.runtime import Runtime
 from airflow_provider_training.embedded.resources import BY_KEY, EVENTS, PODS
-from airflow_provider_training.embedded.runtime import ControllerContext, For, OwnWrites, Watches, WorkQueue
+from airflow_provider_training.embedded.runtime import (
+    ControllerContext,
+    For,
+    OwnWrites,
+    Watches,
+    WorkQueue,
+    slow_start_batch,
+)
 from airflow_provider_training.embedded.runtime.controller import Key, key_of
 from airflow_provider_training.embedded.store import NotFoundError, Store, WatchEvent, now_timestamp
 
@@ -63,6 +71,7 @@ NO_SANDBOX = (
     "signing key, the store) and other pods' files; run only pods you trust (docs/embedded.md)"
 )
 UNSCHEDULABLE_RETRY = 5.0  # besides the retry each time a pod gives back what it held
+SIBLINGS_PER_YIELD = 100
 
 
 def backoff_settings() -> dict[str, float]:
@@ -137,6 +146,14 @@ class NodeAgent:
         self.named: dict[tuple[str, str], dict[str, Tracked]] = {}
         self.published: collections.Counter[str] = collections.Counter()  # address -> pods publishing it
         self.waiting: dict[str, Key] = {}  # uid -> key of a pod not yet started (cannot start, no room)
+        # The waiting pods as last seen (kept current by their events), by uid and by name: a group's
+        # siblings are found without reading and decoding each from the store, once per pod of it.
+        self.waiting_pods: dict[str, dict[str, Any]] = {}
+        self.waiting_names: dict[tuple[str, str], str] = {}
+        # owner uid -> (the capacity epoch, the uids of its group) of the last group refused: a pod of
+        # it is not tried again until something is given back or the group changes.
+        self.refused_groups: dict[str, tuple[int, frozenset[str]]] = {}
+        self.capacity_epoch = 0
         self.reported: dict[str, str] = {}  # uid -> last scheduling / config message recorded
         self.retry: dict[str, tuple[float, float]] = {}  # uid -> (next attempt, monotonic; delay)
         self.failures: dict[str, str] = {}  # step -> last error logged, so a failure is logged once
@@ -274,6 +291,8 @@ class NodeAgent:
         if event.resource == PODS.key:
             if event.type == "DELETED":
                 self._isolated(f"delete {event.namespace}/{event.name}", self._on_deleted, event.object)
+            elif event.object.get("metadata", {}).get("uid") in self.waiting_pods:
+                self.waiting_pods[event.object["metadata"]["uid"]] = event.object
             return
         if event.type == "MODIFIED":
             kind = "configmap" if event.resource == CONFIGMAPS.key else "secret"
@@ -290,9 +309,23 @@ class NodeAgent:
                 keys.append(key)
         return keys
 
+    def _wait(self, pod: dict[str, Any]) -> None:
+        meta = pod["metadata"]
+        uid = meta.get("uid", "")
+        self.waiting[uid] = key_of(PODS.key, meta["namespace"], meta["name"])
+        self.waiting_pods[uid] = pod
+        self.waiting_names[(meta["namespace"], meta["name"])] = uid
+
+    def _unwait(self, uid: str) -> None:
+        key = self.waiting.pop(uid, None)
+        self.waiting_pods.pop(uid, None)
+        if key is not None and self.waiting_names.get((key.namespace, key.name)) == uid:
+            del self.waiting_names[(key.namespace, key.name)]
+
     def _on_deleted(self, pod: dict[str, Any]) -> None:
         uid = pod["metadata"].get("uid", "")
-        self.waiting.pop(uid, None)
+        self._unwait(uid)
+        self.refused_groups.pop(_controller_uid(pod), None)  # its group changed
         self.reported.pop(uid, None)
         self.retry.pop(uid, None)
         if uid in self.tracked:
@@ -329,7 +362,7 @@ class NodeAgent:
                 log.warning("cannot update the %s %s in pod %s: %s", kind, event.name, tracked.name, exc)
 
     # -- reconcile ------------------------------------------------------------------------------
-    def reconcile(self, key: Key) -> float | None:
+    async def reconcile(self, key: Key) -> float | None:
         """One pod: stop what its deletion left, report its supervisor's state, or start it."""
         same_name = list(self.named.get((key.namespace, key.name), {}).values())
         wake: list[float] = []
@@ -346,18 +379,18 @@ class NodeAgent:
         if not any(not t.deleting for t in same_name):
             pod = self.store.get(PODS.key, key.namespace, key.name)
             if pod is not None and pod["metadata"].get("uid", "") not in self.tracked:
-                delay = self._consider(pod)
+                delay = await self._consider(pod)
                 if delay is not None:
                     wake.append(delay)
         return min(wake) if wake else None
 
-    def _consider(self, pod: dict[str, Any]) -> float | None:
+    async def _consider(self, pod: dict[str, Any]) -> float | None:
         """A pod this node does not run yet: start it with the other waiting pods of its owner (one
         job's pods are admitted together), or note why not; the seconds until it is tried again."""
         meta = pod["metadata"]
         uid = meta.get("uid", "")
         if (pod.get("status") or {}).get("phase") in podstatus.TERMINAL or meta.get("deletionTimestamp"):
-            self.waiting.pop(uid, None)
+            self._unwait(uid)
             return None
         node = (pod.get("spec") or {}).get("nodeName")
         if node == podspec.NODE_NAME:
@@ -366,13 +399,21 @@ class NodeAgent:
             return None
         if node:
             return None  # bound to another node: not ours to run, as a kubelet leaves other nodes' pods alone
-        self.waiting[uid] = key_of(PODS.key, meta["namespace"], meta["name"])
+        self._wait(pod)
         pending = self._retry_in(uid)
         if pending is not None:
             return pending  # failed to start a moment ago: its back-off has not passed
-        self._start_group([pod, *self._waiting_siblings(pod)])
+        owner = _controller_uid(pod)
+        refused = self.refused_groups.get(owner) if owner else None
+        if refused is not None and refused[0] == self.capacity_epoch and uid in refused[1]:
+            return UNSCHEDULABLE_RETRY  # its group was refused as it is, and nothing was given back since
+        group = [pod, *await self._waiting_siblings(pod)]
+        admitted = await self._start_group(group)
         if uid in self.tracked:
+            self.refused_groups.pop(owner or "", None)
             return None
+        if owner and not admitted:  # (room, not a pod's own error: a ConfigMap that appears retries it)
+            self.refused_groups[owner] = (self.capacity_epoch, frozenset(p["metadata"]["uid"] for p in group))
         pending = self._retry_in(uid)
         return pending if pending is not None else UNSCHEDULABLE_RETRY
 
@@ -380,25 +421,23 @@ class NodeAgent:
         at = self.retry.get(uid, (0.0, 0.0))[0] - time.monotonic()
         return at if at > 0 else None
 
-    def _waiting_siblings(self, pod: dict[str, Any]) -> list[dict[str, Any]]:
+    async def _waiting_siblings(self, pod: dict[str, Any]) -> list[dict[str, Any]]:
         """The other pods of the same controlling owner that wait to start on this node."""
         meta = pod["metadata"]
-        refs = meta.get("ownerReferences")
-        owner = next(
-            (
-                r.get("uid")
-                for r in (refs if isinstance(refs, list) else [])
-                if isinstance(r, dict) and r.get("controller")
-            ),
-            None,
-        )
+        owner = _controller_uid(pod)
         if not owner:
             return []
         siblings = []
-        for resource, namespace, name in self.store.dependents(str(owner)):
+        read = 0
+        for resource, namespace, name in self.store.dependents(owner):
             if resource != PODS.key or name == meta["name"]:
                 continue
-            other = self.store.get(PODS.key, namespace, name)
+            known = self.waiting_pods.get(self.waiting_names.get((namespace, name), ""))
+            if known is None:
+                read += 1
+                if read % SIBLINGS_PER_YIELD == 0:
+                    await asyncio.sleep(0)  # a 1,000-pod job's siblings are a thousand reads, the first time
+            other = known if known is not None else self.store.get(PODS.key, namespace, name)
             if other is None:
                 continue
             other_uid = other["metadata"].get("uid", "")
@@ -410,32 +449,41 @@ class NodeAgent:
                 or self._retry_in(other_uid) is not None
             ):
                 continue
-            self.waiting[other_uid] = key_of(PODS.key, namespace, name)
+            self._wait(other)
             siblings.append(other)
         return siblings
 
     # -- starting pods --------------------------------------------------------------------------
-    def _start_group(self, pods: list[dict[str, Any]]) -> None:
+    async def _start_group(self, pods: list[dict[str, Any]]) -> bool:
+        """Start a group's pods together; False when there is no room for the group."""
         try:
             decision = self.capacity.admit(pods)
         except Exception as exc:  # a field the scheduler cannot read (a quantity that is none)
             for pod in pods:
                 self._cannot_start(pod, podspec.PodConfigError("CreateContainerConfigError", _describe(exc)))
-            return
+            return True
         if not decision.admitted:
-            for pod in pods:
-                self._unschedulable(pod, decision.message)
-            return
+            # (in slow-start batches, as every write of a large group: the loop serves others between;
+            # each batch's statuses and events one transaction)
+            pending: list[tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]] = []
+            await slow_start_batch(
+                pods,
+                lambda pod: self._unschedulable(pod, decision.message, pending),
+                after_batch=lambda: self._store_statuses(pending),
+            )
+            return False
         with self.network.batch():  # the group's addresses persisted once, before any of them runs
             for pod in pods:
                 self.network.pod_address(pod["metadata"]["namespace"], pod["metadata"]["name"])
-        started_pods = []
-        for pod in pods:
+        started_pods: list[dict[str, Any]] = []
+
+        def start(pod: dict[str, Any]) -> None:
             uid = pod["metadata"]["uid"]
             if decision.warning_reason:
                 self._event(pod, "Warning", decision.warning_reason, decision.message)
             try:
-                started = self._start(pod, decision.gpus.get(uid, []))
+                # (deleted while the loop served others between batches: not started)
+                started = self._still_stored(pod) and self._start(pod, decision.gpus.get(uid, []))
             except Exception as exc:
                 # Whatever went wrong with this pod stays with this pod: it gets the status and
                 # event a kubelet gives, and is tried again after its back-off.
@@ -446,6 +494,8 @@ class NodeAgent:
                 started_pods.append(pod)
             else:
                 self.capacity.release(uid)
+
+        await slow_start_batch(pods, start)
         # the scheduler's events once every process of the group is on its way, in one transaction
         record_events(
             self.store,
@@ -461,15 +511,36 @@ class NodeAgent:
                 for pod in started_pods
             ],
         )
+        return True
 
-    def _unschedulable(self, pod: dict[str, Any], message: str) -> None:
+    def _still_stored(self, pod: dict[str, Any]) -> bool:
+        meta = pod["metadata"]
+        current = self.store.get(PODS.key, meta["namespace"], meta["name"])
+        return current is not None and current["metadata"].get("uid") == meta["uid"]
+
+    def _unschedulable(
+        self, pod: dict[str, Any], message: str, pending: list[tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]]
+    ) -> None:
+        """Queue the pod's PodScheduled=False status and its FailedScheduling event on ``pending``."""
         uid = pod["metadata"]["uid"]
-        if self.reported.get(uid) == message:
+        # The same reason with other counts (the group grew: "(N GPU(s) wanted, ...)") is no news:
+        # rewriting every waiting pod of a large job each time one more arrived was quadratic.
+        if (self.reported.get(uid) or "\0").split(" (", 1)[0] == message.split(" (", 1)[0]:
             return
         self.reported[uid] = message
         event = podstatus.unschedulable(pod.setdefault("status", {}), message, now_timestamp())
-        self._event(pod, *event, component="default-scheduler")
-        self._write(pod)
+        pending.append((pod, [(EVENTS.key, new_event(pod, *event, "default-scheduler"))]))
+
+    def _store_statuses(self, pending: list[tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]]) -> None:
+        """The queued statuses (and events) over the stored pods, in one transaction."""
+        items = [
+            (pod["metadata"]["namespace"], pod["metadata"]["name"], self._status_change(pod), also)
+            for pod, also in pending
+        ]
+        pending.clear()
+        for written in self.store.update_many_with(PODS.key, items):
+            if written is not None:
+                self.own_writes.add(written)
 
     def _start(self, pod: dict[str, Any], gpu_ids: list[str]) -> bool:
         meta = pod["metadata"]
@@ -486,7 +557,7 @@ class NodeAgent:
             self._remove_pod_dirs(directory)
             self._cannot_start(pod, exc)
             return False
-        self.waiting.pop(uid, None)
+        self._unwait(uid)
         self.reported.pop(uid, None)
         self.retry.pop(uid, None)
         spec.update(
@@ -673,7 +744,7 @@ class NodeAgent:
         events, tracked.events = tracked.events, []
         also = [(EVENTS.key, new_event(pod, *event, COMPONENT)) for event in events]
         with contextlib.suppress(NotFoundError):  # (just read: the stored pod with a new status)
-            self.own_writes.add(self.store.update(PODS.key, pod, check_rv=False, also_create=also))
+            self._store_status(pod, also)
 
     @staticmethod
     def _never_started(tracked: Tracked) -> bool:
@@ -713,6 +784,7 @@ class NodeAgent:
         """Give back what a pod held; pods waiting for room are tried again."""
         if uid in self.capacity.held:
             self.capacity.release(uid)
+            self.capacity_epoch += 1
             for key in self.waiting.values():
                 self.work.add(key)
 
@@ -748,22 +820,46 @@ class NodeAgent:
             shutil.rmtree(self.ctx.home.logs / tracked.namespace / tracked.name, ignore_errors=True)
 
     # -- store helpers --------------------------------------------------------------------------
-    def _write(self, pod: dict[str, Any], tracked: Tracked | None = None) -> None:
+    def _write(
+        self, pod: dict[str, Any], tracked: Tracked | None = None, events: tuple[tuple[str, str, str, str], ...] = ()
+    ) -> None:
         """Write the pod's status (and its binding: nodeName, or ``tracked``'s binding not yet
-        written) over the stored pod, if it is still the same pod."""
+        written) over the stored pod, if it is still the same pod; ``events`` (type, reason,
+        message, component) in the same transaction."""
+        status = pod.get("status") or {}
+        if tracked is not None and tracked.binding is not None:
+            status = {**tracked.binding, **status}
+            pod.setdefault("spec", {})["nodeName"] = podspec.NODE_NAME
+            tracked.binding = None
+        pod["status"] = status
+        also = [(EVENTS.key, new_event(pod, *event)) for event in events]
         with contextlib.suppress(NotFoundError):
-            current = self.store.get(PODS.key, pod["metadata"]["namespace"], pod["metadata"]["name"])
-            if current is None or current["metadata"].get("uid") != pod["metadata"].get("uid"):
-                return
-            status = pod.get("status") or {}
-            if tracked is not None and tracked.binding is not None:
-                status = {**tracked.binding, **status}
-                pod.setdefault("spec", {})["nodeName"] = podspec.NODE_NAME
-                tracked.binding = None
-            current["status"] = status
-            if pod.get("spec", {}).get("nodeName"):
+            self._store_status(pod, also)
+
+    def _store_status(self, pod: dict[str, Any], also: list[tuple[str, dict[str, Any]]]) -> None:
+        """``pod``'s status and nodeName over the stored pod, read and written as one step (a
+        client's write to the pod meanwhile is kept), if it is still the same pod."""
+        meta = pod["metadata"]
+        written = self.store.update_with(
+            PODS.key, meta["namespace"], meta["name"], self._status_change(pod), also_create=also
+        )
+        if written is not None:
+            self.own_writes.add(written)
+
+    @staticmethod
+    def _status_change(pod: dict[str, Any]) -> Callable[[dict[str, Any]], dict[str, Any] | None]:
+        """``pod``'s status and nodeName over the stored pod, if it is still the same pod."""
+        meta = pod["metadata"]
+
+        def change(current: dict[str, Any]) -> dict[str, Any] | None:
+            if current["metadata"].get("uid") != meta.get("uid"):
+                return None
+            current["status"] = pod.get("status") or {}
+            if (pod.get("spec") or {}).get("nodeName"):
                 current.setdefault("spec", {})["nodeName"] = pod["spec"]["nodeName"]
-            self.own_writes.add(self.store.update(PODS.key, current, check_rv=False))
+            return current
+
+        return change
 
     def _remove_pod_dirs(self, directory: Path) -> None:
         """A pod's runtime directory and its disk-backed emptyDir volumes."""
@@ -773,6 +869,19 @@ class NodeAgent:
 
     def _event(self, pod: dict[str, Any], type_: str, reason: str, message: str, component: str = COMPONENT) -> None:
         record_event(self.store, pod, type_, reason, message, component)
+
+
+def _controller_uid(pod: dict[str, Any]) -> str:
+    """The uid of the pod's controlling owner ("" when none)."""
+    refs = pod["metadata"].get("ownerReferences")
+    return next(
+        (
+            str(r.get("uid"))
+            for r in (refs if isinstance(refs, list) else [])
+            if isinstance(r, dict) and r.get("controller") and r.get("uid")
+        ),
+        "",
+    )
 
 
 def _describe(exc: BaseException) -> str:

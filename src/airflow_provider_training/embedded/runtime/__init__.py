@@ -7,11 +7,19 @@
   optional requeue delay; :func:`run` drives it (one queue, conflicts requeued at once, errors
   retried with back-off, bursts of events coalesced into one pass).
 - ``manager.py``: the registry of controllers and their supervision inside the daemon.
+- ``batches.py``: creating and deleting many children of one object in slow-start batches that
+  yield the event loop (``controller.SlowStartBatch``), at most ``MAX_PER_PASS`` per pass.
 
 It depends on ``store`` / ``paths`` only, so the controllers and the node agent can both build on it
 without importing each other.
 """
 
+from airflow_provider_training.embedded.runtime.batches import (
+    MAX_PER_PASS,
+    list_in_slices,
+    per_pass,
+    slow_start_batch,
+)
 from airflow_provider_training.embedded.runtime.context import ControllerContext
 from airflow_provider_training.embedded.runtime.controller import For, Owns, OwnWrites, Reconciler, Watches, run
 from airflow_provider_training.embedded.runtime.manager import (
@@ -24,6 +32,7 @@ from airflow_provider_training.embedded.runtime.queue import WorkQueue
 
 __all__ = [
     "CONTROLLERS",
+    "MAX_PER_PASS",
     "Controller",
     "ControllerContext",
     "ControllerFactory",
@@ -33,6 +42,9 @@ __all__ = [
     "Reconciler",
     "Watches",
     "WorkQueue",
+    "list_in_slices",
+    "per_pass",
     "run",
     "run_controllers",
+    "slow_start_batch",
 ]

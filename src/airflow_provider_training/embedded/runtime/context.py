@@ -15,6 +15,10 @@ from dataclasses import dataclass, field
 from airflow_provider_training.embedded.paths import Home
 from airflow_provider_training.embedded.store import Store, WatchEvent
 
+# Events handed on before the loop serves others: deleting a 1,000-pod job commits a thousand
+# events at once, and each informer works its share off in slices.
+EVENTS_PER_YIELD = 64
+
 
 @dataclass
 class ControllerContext:
@@ -46,8 +50,13 @@ class ControllerContext:
                     obj,
                 )
             last = listed.resource_version
+            handed = 0
             while not self.stopping.is_set():
+                if queue.empty() or handed >= EVENTS_PER_YIELD:
+                    handed = 0
+                    await asyncio.sleep(0)  # (a full queue never suspends ``get``: a burst held the loop)
                 event = await queue.get()
+                handed += 1
                 if event.rv > last:
                     last = event.rv
                     yield event

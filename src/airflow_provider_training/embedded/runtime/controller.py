@@ -28,7 +28,7 @@ from typing import Any, Protocol
 
 from airflow_provider_training.embedded.runtime.context import ControllerContext
 from airflow_provider_training.embedded.runtime.queue import WorkQueue
-from airflow_provider_training.embedded.store import ConflictError, WatchEvent
+from airflow_provider_training.embedded.store import ConflictError, OwnerGoneError, WatchEvent
 from airflow_provider_training.specs.refs import ObjectRef
 from airflow_provider_training.specs.resources import BY_KEY
 
@@ -150,6 +150,8 @@ async def run(
     no key."""
     work: WorkQueue[Key] = queue if queue is not None else WorkQueue()
     own = {s.resource for s in controller.sources if isinstance(s, For)}
+    loop = asyncio.get_running_loop()
+    not_before: dict[Key, float] = {}  # a key whose last pass was long: not again before this time
 
     async def feed(resource: str, sources: list[Source]) -> None:
         async for event in ctx.informer(resource):
@@ -157,6 +159,7 @@ async def run(
                 on_event(event)
             if event.type == "DELETED" and resource in own:
                 work.forget(key_of(resource, event.namespace, event.name))
+                not_before.pop(key_of(resource, event.namespace, event.name), None)
             if own_writes is not None and own_writes.echo(event):
                 continue
             for source in sources:
@@ -171,13 +174,28 @@ async def run(
         while not ctx.stopping.is_set():
             key = await work.get()
             await asyncio.sleep(0)  # let the informers hand over what is already committed: one pass for a burst
+            wait = not_before.get(key, 0.0) - loop.time()
+            if wait > 0:
+                work.add_after(key, wait)
+                continue
+            started = loop.time()
             await _reconcile_one(controller, work, key)
+            took = loop.time() - started
+            if took > LONG_PASS:
+                # A pass over a large object (a 1,000-pod job's pods) may come again only after as
+                # long a pause, so its events are coalesced: one key takes at most half the loop.
+                # (Kubernetes' Job controller batches pod events for a second, SyncJobBatchPeriod.)
+                not_before[key] = loop.time() + min(took, MAX_PASS_SPACING)
+            else:
+                not_before.pop(key, None)
     finally:
         for task in feeders:
             task.cancel()
 
 
 _last_error: dict[tuple[str, Key], str] = {}
+LONG_PASS = 0.02  # seconds
+MAX_PASS_SPACING = 1.0
 
 
 async def _reconcile_one(controller: Reconciler, work: WorkQueue[Key], key: Key) -> None:
@@ -187,6 +205,9 @@ async def _reconcile_one(controller: Reconciler, work: WorkQueue[Key], key: Key)
             outcome = await outcome
     except ConflictError:
         work.add(key)  # the object changed under the pass: read it again
+        return
+    except OwnerGoneError:
+        work.add(key)  # what the pass wrote for was deleted meanwhile: the next pass sees it gone
         return
     except Exception as exc:  # one object's failure must not stop the others: logged, retried with back-off
         delay = work.retry(key)
