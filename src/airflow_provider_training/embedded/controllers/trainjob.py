@@ -48,7 +48,7 @@ from airflow_provider_training.embedded.runtimes import trainer_initializer
 from airflow_provider_training.embedded.store import AlreadyExistsError, ConflictError, Store, WatchEvent
 from airflow_provider_training.embedded.trainerruntimes import snapshot_runtime
 from airflow_provider_training.frameworks.mpi import LOCAL_PROCESS_ENV
-from airflow_provider_training.frameworks.trainer import BuildError, StatusServer, build, new_ssh_key
+from airflow_provider_training.frameworks.trainer import BuildError, StatusServer, admission, build, new_ssh_key
 from airflow_provider_training.frameworks.trainer.status import finished, reconcile_status, set_condition
 from airflow_provider_training.specs.annotations import WORKING_DIR_ANNOTATION
 from airflow_provider_training.specs.trainer import constants as c
@@ -292,7 +292,7 @@ class TrainJobPass:
                 new["metadata"][part] = {**(new["metadata"].get(part) or {}), **built["metadata"][part]}
         if new == jobset:
             return jobset, None
-        checked = check_document(new, jobset)
+        checked = admission.admit(new, old=jobset)  # schema, CEL and JobSet's webhook, as an update
         if checked.errors:
             listed = ", ".join(f"{i.path}: {i.message}" for i in checked.errors)
             self.refused(f'JobSet.jobset.x-k8s.io "{self.name}" is invalid: [{listed}]')
