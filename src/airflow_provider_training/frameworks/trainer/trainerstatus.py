@@ -273,14 +273,10 @@ def echo(request: UpdateRequest) -> dict[str, Any]:
     status = request.trainer_status
     if status is None:
         return {}
-    out: dict[str, Any] = {}
-    if status.progress_percentage is not None:
-        out["progressPercentage"] = status.progress_percentage
-    if status.estimated_remaining_seconds is not None:
-        out["estimatedRemainingSeconds"] = status.estimated_remaining_seconds
-    if status.metrics:
-        out["metrics"] = [{k: v for k, v in (("name", name), ("value", value)) if v} for name, value in status.metrics]
-    out["lastUpdatedTime"] = _rfc3339(status.last_updated_time) if status.last_updated_time is not None else None
+    out = applied_status(status)
+    if "metrics" in out:
+        out["metrics"] = [{k: v for k, v in metric.items() if v} for metric in out["metrics"]]
+    out.setdefault("lastUpdatedTime", None)
     return {"trainerStatus": out}
 
 
