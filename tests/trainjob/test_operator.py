@@ -4,9 +4,7 @@ and a failure report naming the failed step with its exit code and log tail."""
 
 from __future__ import annotations
 
-import threading
-import time
-from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from kubernetes import client
@@ -20,43 +18,25 @@ STEPS = (
     "for step in (1, 2):\n"
     "    print(f'rank {rank} step {step}', flush=True); time.sleep(1.5)\n"
 )
+# What training code does with the Kubeflow SDK (its own venv: it pins an older kubernetes client):
+# rank 0 reports progress to Trainer's status server, then both ranks step.
+REPORTING_STEPS = (
+    "import os\n"
+    "if os.environ['PET_NODE_RANK'] == '0':\n"
+    "    from kubeflow.trainer import update_trainjob_status\n"
+    "    print('reported', update_trainjob_status(42, 30, {'loss': 0.5}), flush=True)\n" + STEPS
+)
 CRASH = "import os, sys\nprint('rank', os.environ['PET_NODE_RANK'], 'cannot read the data', flush=True)\nsys.exit(3 if os.environ['PET_NODE_RANK'] == '1' else 0)\n"
 
 
-def report_progress(api: Any, namespace: str, name: str, stop: threading.Event) -> None:
-    """What the training code does through Trainer's status server: write ``status.trainerStatus``."""
-    custom = client.CustomObjectsApi(api)
-    status = {
-        "progressPercentage": 50,
-        "estimatedRemainingSeconds": 3,
-        "metrics": [{"name": "loss", "value": "0.25"}],
-        "lastUpdatedTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-    }
-    while not stop.is_set():
-        try:
-            custom.patch_namespaced_custom_object_status(
-                GROUP, VERSION, namespace, "trainjobs", name, {"status": {"trainerStatus": status}}
-            )
-            return
-        except client.ApiException:
-            time.sleep(0.1)
-
-
-def test_trainjob_operator_streams_node_0_and_reports_progress(
-    run_dag: Any, test_namespace: str, kube_api: Any, capfd: Any
+def test_trainjob_operator_streams_node_0_and_logs_the_sdks_progress_reports(
+    run_dag: Any, test_namespace: str, kube_api: Any, capfd: Any, kubeflow_sdk_python: Path
 ) -> None:
-    job = trainjob("steps", numNodes=2, command=[PY, "-c", STEPS])
-    stop = threading.Event()
-    writer = threading.Thread(target=report_progress, args=(kube_api, test_namespace, "steps", stop), daemon=True)
-    writer.start()
-    try:
-        dr = run_dag(
-            dag_file("tj_ok", f'TrainJobOperator(task_id="train", job={job!r}, namespace="{test_namespace}")'),
-            "tj_ok",
-        )
-    finally:
-        stop.set()
-        writer.join(5)
+    job = trainjob("steps", numNodes=2, command=[str(kubeflow_sdk_python), "-c", REPORTING_STEPS])
+    dr = run_dag(
+        dag_file("tj_ok", f'TrainJobOperator(task_id="train", job={job!r}, namespace="{test_namespace}")'),
+        "tj_ok",
+    )
     ti = dr.get_task_instance("train")
     assert ti.state == "success"
     assert (xcom(ti, "job_kind"), xcom(ti, "job_name")) == ("TrainJob", "steps")
@@ -68,7 +48,8 @@ def test_trainjob_operator_streams_node_0_and_reports_progress(
     assert stored["metadata"]["labels"]["airflow-training/task-id"] == "train"
     out = "".join(capfd.readouterr())
     assert "] rank 0 step 2" in out and "rank 1 step" not in out  # node-0 only, by default
-    assert f"TrainJob {test_namespace}/steps progress: 50%; about 3 s left; loss=0.25" in out
+    assert "] reported True" in out  # update_trainjob_status, unchanged, inside the pod
+    assert f"TrainJob {test_namespace}/steps progress: 42%; about 30 s left; loss=0.5" in out
 
 
 def test_trainjob_operator_failure_names_the_step_exit_code_and_log(
@@ -112,9 +93,9 @@ def test_trainjob_operator_refuses_an_invalid_trainjob_before_submitting(
 
 
 def test_deferrable_operator_and_sensor_wait_for_trainjobs(
-    run_dag: Any, test_namespace: str, kube_api: Any, capfd: Any
+    run_dag: Any, test_namespace: str, kube_api: Any, capfd: Any, kubeflow_sdk_python: Path
 ) -> None:
-    deferred = trainjob("deferred", numNodes=1, command=[PY, "-c", STEPS])
+    deferred = trainjob("deferred", numNodes=1, command=[str(kubeflow_sdk_python), "-c", REPORTING_STEPS])
     submitted = trainjob("watched", numNodes=1, command=[PY, "-c", STEPS])
     body = f"""
 TrainJobOperator(task_id="train", job={deferred!r}, namespace="{test_namespace}", deferrable=True)
@@ -129,3 +110,5 @@ submit >> wait
     assert xcom(dr.get_task_instance("wait"), "return_value")["state"] == "Succeeded"
     out = "".join(capfd.readouterr())
     assert "] rank 0 step 2" in out  # node-0's log printed when the deferred task resumed
+    # the trigger logged the progress report while the task was deferred
+    assert f"TrainJob {test_namespace}/deferred progress: 42%; about 30 s left; loss=0.5" in out

@@ -108,6 +108,11 @@ def test_torch_trainjob_trains_digits_on_two_nodes_under_torchrun(tj: TrainJobs,
     assert env_spec["PET_MASTER_ADDR"] == "digits-node-0-0.digits"  # the JobSet keeps upstream's value
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["accuracy"] > 0.5
+    # train.py reported its progress to Trainer's status server after each epoch (the last one always)
+    progress = done["status"]["trainerStatus"]
+    assert (progress["progressPercentage"], progress["estimatedRemainingSeconds"]) == (100, 0)
+    assert [m["name"] for m in progress["metrics"]] == ["loss", "accuracy"]
+    assert float(progress["metrics"][0]["value"]) == pytest.approx(metrics["loss"], abs=1e-4)
     assert "rank 1: test accuracy" in tj.logs(pods[1].metadata.name)
 
 

@@ -188,9 +188,10 @@ def report_progress(kube_api: Any, namespace: str, name: str, percent: int) -> N
     )
 
 
-def test_a_trainjob_tab_shows_trainer_progress_live(deployment, kube_api, tmp_path, artifacts):
+def test_a_trainjob_tab_shows_trainer_progress_live(deployment, kube_api, tmp_path, artifacts, kubeflow_sdk_python):
     go = tmp_path / f"go-{uuid.uuid4().hex[:6]}"
-    run = deployment.trigger(TRAINJOB, {"go_file": str(go)})
+    # the trainer runs the Kubeflow SDK's update_trainjob_status(42, 30, {"loss": 0.5}), unchanged
+    run = deployment.trigger(TRAINJOB, {"go_file": str(go), "python": str(kubeflow_sdk_python)})
     try:
         with browser(deployment) as context:
             page = context.new_page()
@@ -204,11 +205,11 @@ def test_a_trainjob_tab_shows_trainer_progress_live(deployment, kube_api, tmp_pa
             expect(page.locator('[data-testid="job-phase"]')).to_have_text("Running", timeout=30_000)
             name = deployment.xcom(TRAINJOB, run, "train", "job_name")
             namespace = deployment.xcom(TRAINJOB, run, "train", "job_namespace")
-            report_progress(kube_api, namespace, name, 40)
             progress = page.locator('[data-testid="trainer-progress"]')
-            expect(progress).to_have_attribute("data-value", "40", timeout=30_000)  # live, no reload
-            expect(progress).to_contain_text("40%")
-            expect(page.locator('[data-testid="trainer-status"]')).to_contain_text("loss 0.4")
+            expect(progress).to_have_attribute("data-value", "42", timeout=60_000)  # live, no reload
+            expect(progress).to_contain_text("42%")
+            expect(page.locator('[data-testid="trainer-status"]')).to_contain_text("loss 0.5")
+            expect(page.locator('[data-testid="trainer-status"]')).to_contain_text("ETA 30 s")
             report_progress(kube_api, namespace, name, 90)
             expect(progress).to_have_attribute("data-value", "90", timeout=30_000)
             page.screenshot(path=str(artifacts / "trainjob.png"), full_page=True)

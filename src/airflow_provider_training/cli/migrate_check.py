@@ -41,7 +41,7 @@ PROBE = (
 )
 WAIT = "import time; time.sleep(3600)"  # an MPI worker: stopped with the control plane
 # What the node adds to every process, and what any operator injects whatever the kind.
-INJECTED_PREFIXES = ("KUBERNETES_", "JOB_COMPLETION_INDEX", "PYTHON")
+INJECTED_PREFIXES = ("KUBERNETES_", "JOB_COMPLETION_INDEX", "PYTHON", "KUBEFLOW_TRAINER_SERVER_")
 INJECTED = {"HOSTNAME", "PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "SHELL",
             "PWD", "SHLVL", "_"}  # fmt: skip
 NAMESPACE = "migrate-check"

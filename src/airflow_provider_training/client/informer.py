@@ -256,11 +256,13 @@ class Informers:
         uid: str | None = None,
         timeout: float | None = None,
         until: Predicate = finished,
+        on_change: Callable[[dict[str, Any]], None] | None = None,
     ) -> dict[str, Any]:
         """:meth:`AsyncTrainingJobClient.wait` through the shared watch: the same rules (``Waiter``)
         and errors (:class:`WaitTimeout` with the last version seen, :class:`JobDeleted`), no watch
-        of its own. An object the informer has not seen (created a moment ago) is read once."""
-        waiter = Waiter(kind, name, namespace, _Unused(), uid=uid, timeout=timeout, until=until)
+        of its own. An object the informer has not seen (created a moment ago) is read once.
+        ``on_change`` sees each version of the object (a TrainJob's progress reports)."""
+        waiter = Waiter(kind, name, namespace, _Unused(), uid=uid, timeout=timeout, until=until, on_change=on_change)
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
 

@@ -45,6 +45,16 @@ def render(server: str, token: str, ca_pem: bytes, namespace: str = "default") -
     return yaml.safe_dump(config, sort_keys=False)
 
 
+def server_url(home: Home) -> str | None:
+    """The API server's URL the kubeconfig names (``https://127.0.0.1:PORT``), None without one."""
+    try:
+        config = yaml.safe_load(home.kubeconfig.read_text())
+        url = config["clusters"][0]["cluster"]["server"]
+    except (OSError, yaml.YAMLError, KeyError, IndexError, TypeError):
+        return None
+    return url if isinstance(url, str) else None
+
+
 def write(home: Home, server: str, token: str, ca_pem: bytes) -> Path:
     _write_private(home.kubeconfig, render(server, token, ca_pem))
     return home.kubeconfig

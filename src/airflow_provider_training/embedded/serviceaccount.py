@@ -8,6 +8,8 @@ naming its service account (namespace, name, uid), like the bound tokens of a cl
   while its pod lives (the kubelet would rotate it hourly; nothing here needs to).
 - a TokenRequest's (``kubectl create token SA --duration 1h``): it expires (``exp``), and may be
   bound to a pod.
+- a projected ``serviceAccountToken`` with an ``audience`` of its own (Trainer's status token): bound
+  to its pod, for that audience only, expiring after the projection's ``expirationSeconds``.
 
 Both are accepted only while their service account exists with the uid they name, and only for the
 API server's audience. One this control plane did not sign is refused.
@@ -154,9 +156,9 @@ class TokenError(ValueError):
 NOT_OURS = "the token is not one this control plane issued"
 
 
-def verify(home_root: Path, token: str, now: float | None = None) -> TokenIdentity:
+def verify(home_root: Path, token: str, now: float | None = None, audience: str = ISSUER) -> TokenIdentity:
     """Who a token names; raises TokenError if this control plane did not sign it, it is not for
-    this API server's audience, or it expired."""
+    ``audience`` (by default this API server's), or it expired."""
     parts = token.split(".")
     if len(parts) != 3:
         raise TokenError(NOT_OURS)
@@ -185,8 +187,9 @@ def verify(home_root: Path, token: str, now: float | None = None) -> TokenIdenti
         audiences = [str(a) for a in audiences] if isinstance(audiences, list) else [str(audiences)]
     except (ValueError, KeyError, TypeError, AttributeError, OverflowError):  # (OverflowError: "exp": Infinity)
         raise TokenError(NOT_OURS) from None
-    if ISSUER not in audiences:
-        raise TokenError(f"the token's audiences ({', '.join(audiences)[:200]}) do not include this API server")
+    if audience not in audiences:
+        who = "this API server" if audience == ISSUER else audience
+        raise TokenError(f"the token's audiences ({', '.join(audiences)[:200]}) do not include {who}")
     if identity.expires is not None and identity.expires <= (time.time() if now is None else now):
         try:
             stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(identity.expires))

@@ -195,10 +195,11 @@ class AsyncTrainingHook(AsyncKubernetesHook):
         until: Callable[[dict[str, Any]], bool] = finished,
         watch_timeout: float = 240.0,
         poll_interval: float = 10.0,
+        on_change: Callable[[dict[str, Any]], None] | None = None,
     ) -> dict[str, Any]:
         """:meth:`AsyncTrainingJobClient.wait` through the process's shared watch of ``kind`` in
         ``namespace`` on this cluster (the first waiter's ``watch_timeout`` / ``poll_interval`` are
-        the shared watch's)."""
+        the shared watch's); ``on_change`` sees each version of the object."""
         return await SHARED.wait(
             self.cluster_identity(),
             lambda: self.get_client(watch_timeout=watch_timeout, poll_interval=poll_interval),
@@ -208,6 +209,7 @@ class AsyncTrainingHook(AsyncKubernetesHook):
             uid=uid,
             timeout=timeout,
             until=until,
+            on_change=on_change,
         )
 
     def subscribe(

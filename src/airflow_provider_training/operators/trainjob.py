@@ -10,7 +10,8 @@ reattach, deferrable, on_finish_action / on_kill_action, failure report). What d
   ``"none"`` as for v1;
 - the failure report names the failed steps;
 - ``status.trainerStatus`` (progress percentage, time left, metrics, written by the training code
-  through Trainer's status server or any client) is logged whenever it changes.
+  through Trainer's status server — the Kubeflow SDK's ``update_trainjob_status`` — or any client)
+  is logged whenever it changes, by the task while it waits and by the trigger while it is deferred.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_provider_training.client import TrainingJobClient, replica_failure
+from airflow_provider_training.client.progress import ProgressReports
 from airflow_provider_training.client.state import main_container
 from airflow_provider_training.operators import spec
 from airflow_provider_training.operators.replicas import replica_filter
@@ -55,18 +57,6 @@ def step_filter(log_steps: str | Sequence[str]) -> Any:
     return lambda pod: step_of(pod) in wanted
 
 
-def progress_line(trainer_status: dict[str, Any]) -> str:
-    parts = []
-    if trainer_status.get("progressPercentage") is not None:
-        parts.append(f"{trainer_status['progressPercentage']}%")
-    if trainer_status.get("estimatedRemainingSeconds") is not None:
-        parts.append(f"about {trainer_status['estimatedRemainingSeconds']} s left")
-    metrics = ", ".join(f"{m.get('name')}={m.get('value')}" for m in trainer_status.get("metrics") or [])
-    if metrics:
-        parts.append(metrics)
-    return "; ".join(parts) or "(no progress reported)"
-
-
 class TrainJobOperator(TrainingJobOperator):
     """Submit a TrainJob (Kubeflow Trainer v2) and wait until it is ``Complete`` or ``Failed``.
 
@@ -80,7 +70,7 @@ class TrainJobOperator(TrainingJobOperator):
 
     def __init__(self, job: Any, *, log_replicas: str | Sequence[str] = "node-0", **kwargs: Any) -> None:
         super().__init__(job=job, log_replicas=log_replicas, **kwargs)
-        self._progress: str | None = None
+        self._progress = ProgressReports()
 
     def load_document(self) -> dict[str, Any]:
         return self.load_trainjob(self.job)
@@ -111,14 +101,9 @@ class TrainJobOperator(TrainingJobOperator):
         return step_filter(self.log_replicas)
 
     def on_job_change(self, obj: dict[str, Any]) -> None:
-        trainer_status = (obj.get("status") or {}).get("trainerStatus")
-        if not isinstance(trainer_status, dict):
-            return
-        line = progress_line(trainer_status)
-        if line != self._progress:
-            self._progress = line
-            meta = obj["metadata"]
-            self.log.info("TrainJob %s/%s progress: %s", meta.get("namespace"), meta.get("name"), line)
+        line = self._progress.changed(obj)
+        if line is not None:
+            self.log.info("%s", line)
 
     def failure(self, client: TrainingJobClient, job: dict[str, Any]) -> str:
         report = super().failure(client, job)

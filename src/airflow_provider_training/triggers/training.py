@@ -121,9 +121,18 @@ class TrainingJobTrigger(BaseTrigger):
     async def run(self) -> AsyncIterator[TriggerEvent]:
         await lazy.load()
         from airflow_provider_training.client import JobDeleted, WaitTimeout
+        from airflow_provider_training.client.progress import ProgressReports
 
         ref = self.ref
         timeout = None if self.deadline is None else max(0.0, self.deadline - time.time())
+        progress = ProgressReports()
+
+        def changed(obj: dict[str, Any]) -> None:
+            """A TrainJob's progress reports (``status.trainerStatus``) reach the task's log while deferred."""
+            line = progress.changed(obj)
+            if line is not None:
+                self.log.info("%s", line)
+
         try:
             job = await self.hook().wait(
                 ref.kind,
@@ -133,6 +142,7 @@ class TrainingJobTrigger(BaseTrigger):
                 timeout=timeout,
                 watch_timeout=self.watch_timeout,
                 poll_interval=self.poll_interval,
+                on_change=changed if ref.kind == "TrainJob" else None,
             )
         except WaitTimeout as exc:
             event = self._event("timeout", str(exc), exc.last)

@@ -7,8 +7,9 @@ METRIC lines (loss from 1.7 down to ``1.7 * 10**-params.decades``) and ``params.
 lines, then waits for ``params.go_file``; ``after`` makes no job and no ModelKit, and fails when
 ``params.fail_after`` is set (a DAG run that failed after its job succeeded).
 
-``cockpit_trainjob``: a 1-node TrainJob that prints a METRIC line and waits for ``params.go_file``;
-a test writes ``status.trainerStatus`` meanwhile, as the training code would.
+``cockpit_trainjob``: a 1-node TrainJob that prints a METRIC line, reports its progress with the
+Kubeflow SDK's ``update_trainjob_status(42, 30, {"loss": 0.5})`` when ``params.python`` has the SDK,
+and waits for ``params.go_file``; a test may write ``status.trainerStatus`` meanwhile too.
 """
 
 from __future__ import annotations
@@ -38,6 +39,12 @@ print("done", flush=True)
 NODE = """
 import json, pathlib, time
 print("METRIC " + json.dumps({"step": 1, "loss": 0.9}), flush=True)
+try:
+    from kubeflow.trainer import update_trainjob_status
+except ImportError:
+    pass
+else:  # Trainer's status server, as training code reports to it
+    print("reported", update_trainjob_status(42, 30, {"loss": 0.5}), flush=True)
 go = pathlib.Path("{{ params.go_file }}")
 while not go.exists():
     time.sleep(0.05)
@@ -105,7 +112,7 @@ with DAG(
     schedule=None,
     start_date=datetime(2026, 1, 1),
     catchup=False,
-    params={"go_file": Param("/nonexistent", type="string")},
+    params={"go_file": Param("/nonexistent", type="string"), "python": Param("python", type="string")},
 ):
     TrainJobOperator(
         task_id="train",
@@ -114,7 +121,7 @@ with DAG(
             "kind": "TrainJob",
             "spec": {
                 "runtimeRef": {"name": "torch-distributed"},
-                "trainer": {"numNodes": 1, "command": ["python", "-c", NODE]},
+                "trainer": {"numNodes": 1, "command": ["{{ params.python }}", "-c", NODE]},
             },
         },
         log_replicas="none",

@@ -1,4 +1,5 @@
-"""The FastAPI application: health endpoints, then for every other request one authentication and
+"""The FastAPI application: health endpoints, Trainer's TrainJob status server (a POST to a TrainJob's
+``status``, with its own token check), then for every other request one authentication and
 authorization check (``authz.check``), and one dispatcher that routes Kubernetes REST paths
 (discovery, OpenAPI, resources and their subresources, the review kinds, TokenRequest) to the handlers."""
 
@@ -21,6 +22,7 @@ from airflow_provider_training.embedded.apiserver import (
     metrics,
     operatorpod,
     reviews,
+    statusserver,
     tokens,
 )
 from airflow_provider_training.embedded.apiserver import exec as exec_
@@ -162,6 +164,15 @@ def create_app(ctx: ServerContext) -> FastAPI:
         except errors.ApiError as exc:
             return error_response(exc)
         return PlainTextResponse(ctx.metrics.text(), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    @app.post(statusserver.PATH)
+    async def trainjob_status(request: Request, namespace: str, name: str) -> Response:
+        """Trainer's status server (its own token check, not the API server's: ``statusserver.py``)."""
+        try:
+            return await statusserver.update_trainjob_status(request, ctx, namespace, name)
+        except Exception:  # upstream's recovery middleware: a Status, never a dropped connection
+            log.exception("internal error serving the status of TrainJob %s/%s", namespace, name)
+            return error_response(errors.ApiError(500, "InternalError", "Internal Server Error"))
 
     @app.websocket("/api/v1/namespaces/{namespace}/pods/{name}/exec")
     async def pod_exec(websocket: WebSocket, namespace: str, name: str) -> None:

@@ -51,7 +51,7 @@ from airflow_provider_training.embedded.apiserver.selectors import (
     parse_label_selector,
 )
 from airflow_provider_training.embedded.apiserver.tables import to_table
-from airflow_provider_training.embedded.apiserver.trainer import admit_trainer_object
+from airflow_provider_training.embedded.apiserver.trainer import admit_trainer_object, check_trainer_status
 from airflow_provider_training.embedded.resources import BY_KEY, CRDS, NAMESPACES, PODS, PVCS, ResourceType
 from airflow_provider_training.embedded.store import (
     AlreadyExistsError,
@@ -382,6 +382,8 @@ def _finish_update(
         new = copy.deepcopy(old)
         new["status"] = status
         new["metadata"]["resourceVersion"] = meta.get("resourceVersion", old["metadata"]["resourceVersion"])
+        if rt.trainer is not None:
+            check_trainer_status(rt, new, old)
     else:
         if rt.has_status:
             new["status"] = old.get("status")

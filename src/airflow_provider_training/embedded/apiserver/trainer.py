@@ -19,6 +19,7 @@ from airflow_provider_training.embedded.trainerruntimes import install_default_r
 from airflow_provider_training.frameworks.trainer import admission
 from airflow_provider_training.frameworks.trainer import jobset as js
 from airflow_provider_training.specs.trainer import constants as c
+from airflow_provider_training.specs.trainer.documents import check_document
 
 JOBSETS = "jobset.x-k8s.io/jobsets"
 BATCH_JOBS = "batch/jobs"
@@ -76,6 +77,17 @@ def admit_trainer_object(
     return result.object, list(result.warnings)
 
 
+def check_trainer_status(rt: ResourceType, new: dict[str, Any], old: dict[str, Any]) -> None:
+    """A status write (the status subresource, or the TrainJob status server) is checked against the
+    CRD's schema and CEL rules for the status, as kube-apiserver checks it: ``progressPercentage``
+    0 to 100, at most 256 metrics, ``lastUpdatedTime is required when trainerStatus is present`` …
+    Raises the 422; webhooks do not see status writes."""
+    checked = check_document(new, old)
+    issues = [(i.path, i.message) for i in checked.errors if i.path == "status" or i.path.startswith("status.")]
+    if issues:
+        raise invalid(rt, str((new.get("metadata") or {}).get("name", "")), issues)
+
+
 def _confine_claims(rt: ResourceType, job: dict[str, Any]) -> None:
     """``pvc://`` initializer sources (this control plane's own scheme) name a claim of the TrainJob's
     namespace; the initializer copies the claim's directory, so ``..`` or another namespace would
@@ -91,4 +103,10 @@ def _confine_claims(rt: ResourceType, job: dict[str, Any]) -> None:
         raise invalid(rt, str((job.get("metadata") or {}).get("name", "")), issues)
 
 
-__all__ = ["admit_trainer_object", "install_default_runtimes", "stored_runtime", "webhook_denied"]
+__all__ = [
+    "admit_trainer_object",
+    "check_trainer_status",
+    "install_default_runtimes",
+    "stored_runtime",
+    "webhook_denied",
+]

@@ -3,9 +3,12 @@
 The decisions are ``frameworks.trainer.jobset``'s (child Jobs with JobSet's names, labels and
 annotations, ``replicatedJobsStatus``, success policy, failure policy with ``maxRestarts``,
 ``dependsOn``, ``startupPolicy: InOrder``); this module does the I/O in upstream's order of a pass:
-finished → delete active Jobs; a failed Job → the failure policy (fail, or restart: delete every
-Job of the old attempt and create new ones); success policy; the headless Service; create Jobs;
-suspend or resume them. Child Jobs are Indexed (run by ``indexedjobs.py``).
+finished → delete active Jobs, and ``ttlSecondsAfterFinished`` after finishing delete the JobSet
+(foreground); a failed Job → the failure policy (fail, or restart: delete every Job of the old
+attempt and create new ones); success policy; the headless Service; create Jobs; suspend or resume
+them (a resumed Job gets the pod template's labels, annotations, nodeSelector, tolerations and
+schedulingGates the JobSet has now, which may change while suspended). Child Jobs are Indexed (run
+by ``indexedjobs.py``).
 
 Embedded difference: a pod's DNS name ``<jobset>-<replicatedJob>-<job>-<pod>.<subdomain>`` does not
 resolve on one machine, so wherever it appears in a child Job's pod template (env, command, args)
@@ -20,7 +23,7 @@ import copy
 import json
 import logging
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from airflow_provider_training.embedded import runtime
@@ -87,6 +90,24 @@ def release(jobset: dict[str, Any], network: Network) -> None:
     with network.batch():  # one journal write for the JobSet, not one per pod
         for hostname in pod_hostnames(jobset):
             network.release_pod(namespace, address_key(hostname))
+
+
+def merge_mutable(job_template: dict[str, Any], rjob_template: dict[str, Any]) -> None:
+    """Into a Job's pod template, what JobSet lets change while suspended (for Kueue): labels,
+    annotations and nodeSelector merged (the JobSet's win), tolerations and schedulingGates added
+    where missing, as ``collections.MergeMaps`` / ``MergeSlices`` do."""
+    for part, key in (("metadata", "labels"), ("metadata", "annotations"), ("spec", "nodeSelector")):
+        theirs = (rjob_template.get(part) or {}).get(key) or {}
+        if theirs:
+            mine = job_template.setdefault(part, {})
+            mine[key] = {**(mine.get(key) or {}), **theirs}
+    for key in ("tolerations", "schedulingGates"):
+        theirs = (rjob_template.get("spec") or {}).get(key) or []
+        if theirs:
+            spec = job_template.setdefault("spec", {})
+            merged = list(spec.get(key) or [])
+            merged += [item for item in theirs if item not in merged]
+            spec[key] = merged
 
 
 def _set(conditions: list[dict[str, Any]], parts: tuple[str, str, str, str], now: datetime) -> bool:
@@ -164,11 +185,19 @@ class JobSetController:
         ]
 
     async def delete_tree(self, resource: str, obj: dict[str, Any]) -> bool:
-        """Foreground deletion: dependents (a Job's pods) first, in slow-start batches, then the
-        object; False when it is not gone yet (more dependents than one pass deletes, or gone before)."""
+        """Foreground deletion: dependents (a JobSet's Jobs and Service, a Job's pods) first, each with
+        its own dependents, in slow-start batches, then the object; False when it is not gone yet
+        (more dependents than one pass deletes, or gone before)."""
         meta = obj["metadata"]
         dependents, more = per_pass(self.store.dependents(meta["uid"]))
-        await slow_start_batch(dependents, self.delete_quietly)
+        leaves = []
+        for ref in dependents:
+            dependent = self.store.get(*ref)
+            if dependent is not None and self.store.dependents(dependent["metadata"]["uid"]):
+                more = not await self.delete_tree(ref[0], dependent) or more
+            else:
+                leaves.append(ref)
+        await slow_start_batch(leaves, self.delete_quietly)
         if more:
             return False
         try:
@@ -193,6 +222,7 @@ class JobSetPass:
         self.now = datetime.now(UTC)
         self.events: list[tuple[str, str, str]] = []
         self.requeue: float | None = None  # more Jobs to create than one pass creates: again at once
+        self._templates: dict[str, Any] | None = None
 
     @property
     def view(self) -> dict[str, Any]:
@@ -209,7 +239,8 @@ class JobSetPass:
         if self.status.get("terminalState"):
             for job in owned.active:
                 await self.c.delete_tree(JOBS.key, job)
-            return self.save()
+            self.save()
+            return await self.ttl_after_finished()
         if owned.failed:
             self.failure_policy(owned)
             return self.save()
@@ -248,6 +279,31 @@ class JobSetPass:
         ):
             _set(self.conditions, ("RestartingJobSet", "False", "JobsReady", "all jobs are ready"), self.now)
         return self.save()
+
+    async def ttl_after_finished(self) -> float | None:
+        """``executeTTLAfterFinishedPolicy``: a finished JobSet with ``ttlSecondsAfterFinished`` is
+        deleted (foreground: its Jobs and their pods first) that long after its ``Completed`` or
+        ``Failed`` condition turned True; until then, come back when it is due."""
+        ttl = self.jobset["spec"].get("ttlSecondsAfterFinished")
+        if not isinstance(ttl, int) or isinstance(ttl, bool):
+            return None
+        finished = next(
+            (
+                cond.get("lastTransitionTime")
+                for cond in self.conditions
+                if cond.get("type") in ("Completed", "Failed") and cond.get("status") == "True"
+            ),
+            None,
+        )
+        if not finished:
+            return None
+        expires = datetime.fromisoformat(str(finished).replace("Z", "+00:00")) + timedelta(seconds=ttl)
+        remaining = (expires - datetime.now(UTC)).total_seconds()
+        if remaining > 0:
+            return remaining
+        log.info("JobSet %s/%s: ttlSecondsAfterFinished (%ss) passed, deleting it", self.namespace, self.name, ttl)
+        await self.c.delete_tree(JOBSETS.key, self.jobset)
+        return None
 
     def failure_policy(self, owned: js.ChildJobs) -> None:
         decision = js.failure_decision(self.view, owned.failed)
@@ -352,8 +408,20 @@ class JobSetPass:
             current = self.store.get(JOBS.key, self.namespace, job["metadata"]["name"])
             if current is None:
                 return
+            if not suspend:  # ``resumeJob``: what may change while suspended reaches the Job
+                rjob = (current["metadata"].get("labels") or {}).get(js.REPLICATED_JOB_NAME, "")
+                merge_mutable(current["spec"].setdefault("template", {}), self.templates().get(rjob) or {})
             current["spec"]["suspend"] = suspend
             self.store.update(JOBS.key, current)  # (a Conflict: the pass runs again)
+
+    def templates(self) -> dict[str, Any]:
+        """Each replicated Job's pod template as this JobSet now says (localized), read once a pass."""
+        if self._templates is None:
+            self._templates = {
+                str(r.get("name")): ((r.get("template") or {}).get("spec") or {}).get("template") or {}
+                for r in localize(self.jobset["spec"].get("replicatedJobs") or [], self.jobset, self.c.network)
+            }
+        return self._templates
 
     def suspended_condition(self) -> None:
         suspend = bool(self.jobset["spec"].get("suspend"))

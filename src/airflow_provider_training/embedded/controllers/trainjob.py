@@ -1,13 +1,17 @@
 """The TrainJob controller (Kubeflow Trainer v2.3.0, ``trainer.kubeflow.org/v1alpha1``) on the
 controller runtime.
 
-A pass: resolve the referenced (Cluster)TrainingRuntime, build the JobSet (and for MPI the SSH
-Secret and hostfile ConfigMap) with ``frameworks.trainer.build`` — runtime patches, the mlPolicy
-plugins' environment, initializers ordered before the trainer by the runtime's ``dependsOn`` —
-create what is missing, carry ``suspend`` to the JobSet, then the status step
-(``frameworks.trainer.status``: ``Suspended``/``Resumed``, ``Complete``/``Failed`` and
-``jobsStatus`` copied from the JobSet, ``activeDeadlineSeconds`` → ``Failed/DeadlineExceeded`` and
-the JobSet deleted). ``trainerStatus`` is whatever a client wrote; it is never touched.
+A pass: resolve the runtime — from the TrainJob's runtime snapshot ``<tj>-runtime-snapshot``, taken
+from the referenced (Cluster)TrainingRuntime on the first build, so later runtime edits never reach
+it —, build the JobSet (and the status server's CA ConfigMap, for MPI the SSH Secret and hostfile
+ConfigMap) with ``frameworks.trainer.build`` — runtime patches, the mlPolicy plugins' environment,
+the ``TrainJobStatus`` plugin's env and token volume, initializers ordered before the trainer by
+the runtime's ``dependsOn`` —, create what is missing; while the TrainJob or its JobSet is
+suspended, build and apply the JobSet again (so ``suspend`` and changed ``runtimePatches`` reach it,
+within what JobSet's webhook lets change); then the status step (``frameworks.trainer.status``:
+``Suspended``/``Resumed``, ``Complete``/``Failed`` and ``jobsStatus`` copied from the JobSet,
+``activeDeadlineSeconds`` → ``Failed/DeadlineExceeded`` and the JobSet deleted). ``trainerStatus``
+is the status server's (``apiserver/statusserver.py``); this controller keeps whatever it wrote.
 Deleting the TrainJob garbage-collects JobSet → Jobs → Pods by ownerReferences.
 
 Embedded differences: the rendezvous port 29500 (``PET_MASTER_PORT``, ``JAX_COORDINATOR_ADDRESS``,
@@ -33,22 +37,23 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from airflow_provider_training.embedded import runtime
+from airflow_provider_training.embedded import kubeconfig, runtime, tls
 from airflow_provider_training.embedded.controllers import jobset as jobsets
 from airflow_provider_training.embedded.events import record_events
 from airflow_provider_training.embedded.network import Network, shared_network
+from airflow_provider_training.embedded.paths import Home
 from airflow_provider_training.embedded.resources import BY_KEY
 from airflow_provider_training.embedded.runtime import ControllerContext, For, Owns, WorkQueue
 from airflow_provider_training.embedded.runtimes import trainer_initializer
 from airflow_provider_training.embedded.store import AlreadyExistsError, ConflictError, Store, WatchEvent
-from airflow_provider_training.embedded.trainerruntimes import stored_runtime
+from airflow_provider_training.embedded.trainerruntimes import snapshot_runtime
 from airflow_provider_training.frameworks.mpi import LOCAL_PROCESS_ENV
-from airflow_provider_training.frameworks.trainer import BuildError, build, new_ssh_key
+from airflow_provider_training.frameworks.trainer import BuildError, StatusServer, admission, build, new_ssh_key
 from airflow_provider_training.frameworks.trainer.status import finished, reconcile_status, set_condition
 from airflow_provider_training.specs.annotations import WORKING_DIR_ANNOTATION
 from airflow_provider_training.specs.trainer import constants as c
 from airflow_provider_training.specs.trainer.documents import check_document
-from airflow_provider_training.specs.trainer.models import TrainJob
+from airflow_provider_training.specs.trainer.models import TrainingRuntime, TrainJob
 
 log = logging.getLogger(__name__)
 TRAINJOBS = BY_KEY["trainer.kubeflow.org/trainjobs"]
@@ -83,6 +88,17 @@ def _port_key(name: str) -> str:
     return f"trainjob:{name}"
 
 
+def status_server(home: Home) -> StatusServer | None:
+    """Trainer's status server here: the API server itself (its address and CA), which serves the
+    status endpoint (``apiserver/statusserver.py``); None before the daemon wrote its kubeconfig."""
+    url = kubeconfig.server_url(home)
+    try:
+        ca = tls.paths(home).ca.read_text()
+    except OSError:
+        return None
+    return StatusServer(url, ca) if url else None
+
+
 def localize_ports(jobset: dict[str, Any], network: Network) -> dict[str, Any]:
     """Replace the rendezvous port 29500 the plugins inject by a free port reserved for the TrainJob."""
     meta = jobset["metadata"]
@@ -114,11 +130,14 @@ class TrainJobController:
 
     def __init__(self) -> None:
         self.work: WorkQueue[Key] = WorkQueue()
+        # The last re-apply refusal reported per TrainJob (an event once, not on every pass).
+        self.refusals: dict[tuple[str, str], str] = {}
 
     async def run(self, ctx: ControllerContext) -> None:
         self.store: Store = ctx.store
         self.home = ctx.home
         self.network = shared_network(ctx.home)
+        self.status_server = status_server(ctx.home)
         await runtime.run(self, ctx, self.work, on_event=self._on_event)
 
     def rsh_agent(self) -> Path:
@@ -137,6 +156,7 @@ class TrainJobController:
     def _on_event(self, event: WatchEvent) -> None:
         if event.type == "DELETED" and event.resource == TRAINJOBS.key:
             self.network.release_pod(event.namespace, _port_key(event.name))
+            self.refusals.pop((event.namespace, event.name), None)
 
     async def reconcile(self, key: Key) -> float | None:
         namespace, name = key.namespace, key.name
@@ -175,8 +195,10 @@ class TrainJobPass:
                 if created is None and retry is None:
                     return None  # failed for good, status written
                 jobset = created
-            else:
-                self.sync_suspend(jobset)
+            elif self.trainjob.spec.suspend or jobset["spec"].get("suspend"):
+                # Upstream applies the JobSet again only while it or the TrainJob is suspended (so a
+                # resume carries changed runtimePatches); a running JobSet is left as it is.
+                jobset, retry = self.reapply(jobset)
         step = reconcile_status(self.obj, jobset, self.now)
         if step.delete_jobset and jobset is not None and not await self.delete_jobset(jobset):
             retry = 0.0  # more children than one pass deletes
@@ -184,27 +206,33 @@ class TrainJobPass:
         delays = [d for d in (step.requeue_after, retry) if d is not None]
         return min(delays) if delays else None
 
-    def create(self) -> tuple[dict[str, Any] | None, float | None]:
-        runtime_obj, error = stored_runtime(self.store, self.trainjob)
-        if runtime_obj is None:
-            log.warning("TrainJob %s/%s: %s", self.namespace, self.name, error)
-            return None, 5.0  # the runtime may still be created
-        for step in ("dataset", "model"):
-            uri = (((self.obj.get("spec") or {}).get("initializer") or {}).get(step) or {}).get("storageUri")
-            why = trainer_initializer.unsupported(uri) if isinstance(uri, str) else None
-            if why is not None:
-                self.fail(INITIALIZER_NOT_SUPPORTED, f"spec.initializer.{step}.storageUri: {why}")
-                return None, None
+    def runtime(self) -> TrainingRuntime | None:
+        """The runtime to build from: the TrainJob's runtime snapshot (taken now if it has none)."""
+        resolved = snapshot_runtime(self.store, self.trainjob)
+        if resolved.runtime is None:
+            log.warning("TrainJob %s/%s: %s", self.namespace, self.name, resolved.error)
+            if resolved.bad_snapshot:
+                self.refused(str(resolved.error))
+        return resolved.runtime
+
+    def desired(
+        self, runtime_obj: TrainingRuntime, *, new_key: bool
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]] | str:
+        """The JobSet as this node runs it, and the objects its pods mount (status CA, MPI hostfile and,
+        with ``new_key``, the SSH Secret); or why it cannot be built."""
         framework = runtime_obj.spec.ml_policy.framework if runtime_obj.spec.ml_policy is not None else None
         try:
-            built = build(self.trainjob, runtime_obj, ssh_key=new_ssh_key() if framework == "mpi" else None)
+            built = build(
+                self.trainjob,
+                runtime_obj,
+                ssh_key=new_ssh_key() if new_key and framework == "mpi" else None,
+                status_server=self.c.status_server,
+            )
         except BuildError as exc:
-            self.fail(CREATION_FAILED, str(exc))
-            return None, None
+            return str(exc)
         checked = check_document(built.jobset)  # the JobSet webhook's and CRD defaults, as on a cluster
         if checked.errors or checked.defaulted is None:
-            self.fail(CREATION_FAILED, "; ".join(f"{i.path}: {i.message}" for i in checked.errors))
-            return None, None
+            return "; ".join(f"{i.path}: {i.message}" for i in checked.errors)
         jobset = localize_ports(copy.deepcopy(checked.defaulted), self.c.network)
         workdir = (self.obj["metadata"].get("annotations") or {}).get(WORKING_DIR_ANNOTATION)
         if workdir:  # a node setting (the DAG folder), not an upstream annotation: carried to the pods
@@ -212,17 +240,73 @@ class TrainJobPass:
         self.local_initializers(jobset)
         if built.slots is not None:
             self.local_mpi(jobset)
-        for extra in built.objects:
-            resource = "core/configmaps" if extra["kind"] == "ConfigMap" else "core/secrets"
-            extra = jobsets.localize(extra, jobset, self.c.network)
-            with contextlib.suppress(AlreadyExistsError):
-                self.store.create(resource, extra)
+        return jobset, [jobsets.localize(extra, jobset, self.c.network) for extra in built.objects]
+
+    def create(self) -> tuple[dict[str, Any] | None, float | None]:
+        runtime_obj = self.runtime()
+        if runtime_obj is None:
+            return None, 5.0  # the runtime may still be created
+        for step in ("dataset", "model"):
+            uri = (((self.obj.get("spec") or {}).get("initializer") or {}).get(step) or {}).get("storageUri")
+            why = trainer_initializer.unsupported(uri) if isinstance(uri, str) else None
+            if why is not None:
+                self.fail(INITIALIZER_NOT_SUPPORTED, f"spec.initializer.{step}.storageUri: {why}")
+                return None, None
+        desired = self.desired(runtime_obj, new_key=True)
+        if isinstance(desired, str):
+            self.fail(CREATION_FAILED, desired)
+            return None, None
+        jobset, extras = desired
+        self.create_extras(extras)
         try:
             created = self.store.create(JOBSETS.key, jobset, owner=(TRAINJOBS.key, self.obj))
         except AlreadyExistsError:
             return self.store.get(JOBSETS.key, self.namespace, self.name), None
         self.events.append(("Normal", "SuccessfulCreate", f"Created JobSet: {self.name}"))
         return created, None
+
+    def create_extras(self, extras: list[dict[str, Any]]) -> None:
+        for extra in extras:  # created once (the MPI Secret is immutable), before the pods that mount them
+            resource = "core/configmaps" if extra["kind"] == "ConfigMap" else "core/secrets"
+            with contextlib.suppress(AlreadyExistsError):
+                self.store.create(resource, extra)
+
+    def reapply(self, jobset: dict[str, Any]) -> tuple[dict[str, Any], float | None]:
+        """The JobSet built again from the runtime snapshot and the TrainJob as it is now (its
+        ``suspend``, changed ``runtimePatches``), checked by JobSet's webhook as an update: while
+        suspended only the pod templates' labels, annotations, nodeSelector, tolerations and
+        schedulingGates may change. A refusal is a ``TrainJobResourcesCreationFailed`` event, as
+        upstream's apply error; ``suspend`` is still carried then, so the TrainJob suspends or resumes."""
+        runtime_obj = self.runtime()
+        desired = self.desired(runtime_obj, new_key=False) if runtime_obj is not None else None
+        if isinstance(desired, str):
+            self.refused(desired)
+        if not isinstance(desired, tuple):
+            return self.sync_suspend(jobset), (5.0 if runtime_obj is None else None)
+        built, extras = desired
+        self.create_extras(extras)
+        new = copy.deepcopy(jobset)
+        new["spec"] = built["spec"]
+        for part in ("labels", "annotations"):
+            if built["metadata"].get(part):
+                new["metadata"][part] = {**(new["metadata"].get(part) or {}), **built["metadata"][part]}
+        if new == jobset:
+            return jobset, None
+        checked = admission.admit(new, old=jobset)  # schema, CEL and JobSet's webhook, as an update
+        if checked.errors:
+            listed = ", ".join(f"{i.path}: {i.message}" for i in checked.errors)
+            self.refused(f'JobSet.jobset.x-k8s.io "{self.name}" is invalid: [{listed}]')
+            return self.sync_suspend(jobset), None
+        self.c.refusals.pop((self.namespace, self.name), None)
+        return self.store.update(JOBSETS.key, new), None
+
+    def refused(self, error: str) -> None:
+        """Upstream's event for a failed build or apply (its note cut to 950 characters), once per error."""
+        if self.c.refusals.get((self.namespace, self.name)) == error:
+            return
+        self.c.refusals[(self.namespace, self.name)] = error
+        note = error if len(error) <= 950 else error[:950] + " ..."
+        self.events.append(("Warning", CREATION_FAILED, f"TrainJob resources reconciliation failed: {note}"))
 
     def local_initializers(self, jobset: dict[str, Any]) -> None:
         """Kubeflow's initializer images run ``trainer_initializer`` here (no image entrypoints run on
@@ -252,12 +336,13 @@ class TrainJobPass:
                 env = [e for e in container.get("env") or [] if e.get("name") not in extra]
                 container["env"] = env + [{"name": k, "value": v} for k, v in extra.items()]
 
-    def sync_suspend(self, jobset: dict[str, Any]) -> None:
+    def sync_suspend(self, jobset: dict[str, Any]) -> dict[str, Any]:
         suspend = bool(self.trainjob.spec.suspend)
         if bool(jobset["spec"].get("suspend")) == suspend:
-            return
+            return jobset
+        jobset = copy.deepcopy(jobset)
         jobset["spec"]["suspend"] = suspend
-        self.store.update(JOBSETS.key, jobset)  # (read by this pass: a Conflict runs it again)
+        return self.store.update(JOBSETS.key, jobset)  # (read by this pass: a Conflict runs it again)
 
     async def delete_jobset(self, jobset: dict[str, Any]) -> bool:
         """The JobSet and what it owns, pods first, in slow-start batches; False while more remain

@@ -44,7 +44,15 @@ from airflow_provider_training.embedded import podlogs, serviceaccount
 from airflow_provider_training.embedded import runtime as controller_runtime
 from airflow_provider_training.embedded.events import new_event, record_event, record_events
 from airflow_provider_training.embedded.network import LOCALHOST, Network, shared_network
-from airflow_provider_training.embedded.node import isolation, lifecycle, podexec, podspec, podstatus, rundir
+from airflow_provider_training.embedded.node import (
+    inclusterconfig,
+    isolation,
+    lifecycle,
+    podexec,
+    podspec,
+    podstatus,
+    rundir,
+)
 from airflow_provider_training.embedded.node.capacity import Capacity
 from airflow_provider_training.embedded.node.execbroker import ExecBroker
 from airflow_provider_training.embedded.node.runtime import Runtime
@@ -65,6 +73,7 @@ CONFIGMAPS = BY_KEY["core/configmaps"]
 SECRETS = BY_KEY["core/secrets"]
 COMPONENT = "kubelet"
 RESYNC_INTERVAL = 1.0
+TOKEN_CHECK_INTERVAL = 60.0  # expiring tokens are renewed at 80 % of their life (48 min of Trainer's hour)
 NO_SANDBOX = (
     "this host cannot give pods a mount view of their own (no Linux mount namespaces here), so a pod's "
     "processes can read the control plane's data directory (its admin token, the service-account "
@@ -257,12 +266,27 @@ class NodeAgent:
         return sock
 
     async def _tick(self) -> None:
-        """Supervisors that died without a word and pods being stopped are checked on a timer."""
+        """Supervisors that died without a word and pods being stopped are checked on a timer; tokens
+        that expire are renewed every ``TOKEN_CHECK_INTERVAL``."""
+        next_token_check = time.monotonic() + TOKEN_CHECK_INTERVAL
         while True:
             await asyncio.sleep(RESYNC_INTERVAL)
             for tracked in list(self.tracked.values()):
                 if not tracked.done or tracked.deleting:
                     self.work.add(tracked.key)
+            if time.monotonic() >= next_token_check:
+                next_token_check = time.monotonic() + TOKEN_CHECK_INTERVAL
+                self._isolated("token rotation", self._refresh_tokens)
+
+    def _refresh_tokens(self) -> None:
+        """Expiring projected tokens (Trainer's status token) of running pods, renewed as the kubelet does."""
+        now = time.time()
+        for tracked in list(self.tracked.values()):
+            if tracked.done or tracked.deleting:
+                continue
+            pod = self.store.get(PODS.key, tracked.namespace, tracked.name)
+            if pod is not None and pod["metadata"].get("uid") == tracked.uid:
+                inclusterconfig.refresh_tokens(self.store, self.ctx.home, pod, tracked.directory / "volumes", now)
 
     # -- adoption after a restart ---------------------------------------------------------------
     def _adopt(self) -> None:

@@ -16,6 +16,7 @@ import base64
 import contextlib
 import functools
 import os
+import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -26,6 +27,8 @@ from airflow_provider_training.embedded import serviceaccount
 from airflow_provider_training.embedded.node import isolation
 from airflow_provider_training.embedded.paths import Home
 from airflow_provider_training.embedded.store import Store
+
+TOKEN_SECONDS = 3600  # a projection's expirationSeconds when it names none (the API's default)
 
 
 @functools.cache
@@ -100,6 +103,52 @@ def _object_data(store: Store, home: Home, kind: str, namespace: str, name: str)
     return out
 
 
+def _token(store: Store, home: Home, pod: dict[str, Any], projection: dict[str, Any]) -> str:
+    """The pod's token for a ``serviceAccountToken`` projection. Without an ``audience`` it is the
+    API server's (valid while the pod lives); with one (Trainer's status token) it is for that
+    audience only and expires after ``expirationSeconds`` (default 3600), as the kubelet's."""
+    meta = pod["metadata"]
+    account_name = serviceaccount.account_of(pod)
+    account = store.get(serviceaccount.ACCOUNTS_KEY, meta["namespace"], account_name)
+    uid = str((account or {}).get("metadata", {}).get("uid", ""))
+    audience = projection.get("audience")
+    if not audience or audience == serviceaccount.ISSUER:
+        return serviceaccount.mint(home.root, pod, uid)
+    seconds = int(projection.get("expirationSeconds") or TOKEN_SECONDS)
+    return serviceaccount.mint_request(
+        home.root,
+        meta["namespace"],
+        account_name,
+        uid,
+        [str(audience)],
+        int(time.time()) + seconds,
+        (meta["name"], meta["uid"]),
+    )
+
+
+def refresh_tokens(store: Store, home: Home, pod: dict[str, Any], volumes_dir: Path, now: float) -> int:
+    """Tokens that expire are written again once 80 % of their life has passed, as the kubelet
+    rotates them; returns how many were written."""
+    written = 0
+    for volume in (pod.get("spec") or {}).get("volumes") or []:
+        for source in (volume.get("projected") or {}).get("sources") or []:
+            token = source.get("serviceAccountToken") or {}
+            if not token.get("audience") or token.get("audience") == serviceaccount.ISSUER:
+                continue
+            path = volumes_dir / str(volume.get("name")) / str(token.get("path", "token"))
+            try:
+                age = now - path.stat().st_mtime
+            except OSError:
+                continue
+            if age >= 0.8 * int(token.get("expirationSeconds") or TOKEN_SECONDS):
+                before = path.stat()
+                _write(path.parent, path.name, _token(store, home, pod, token).encode(), before.st_mode & 0o777)
+                if os.geteuid() == 0:  # the owner the pod's fsGroup / runAsUser gave it
+                    os.chown(path, before.st_uid, before.st_gid, follow_symlinks=False)
+                written += 1
+    return written
+
+
 class ProjectionError(Exception):
     pass
 
@@ -125,9 +174,7 @@ def write_projected(
             token = source["serviceAccountToken"]
             path = token.get("path", "token")
             mode = 0o600 if fs_user is not None or fs_group is not None else default_mode
-            account = store.get(serviceaccount.ACCOUNTS_KEY, namespace, serviceaccount.account_of(pod))
-            uid = str((account or {}).get("metadata", {}).get("uid", ""))
-            _write(directory, path, serviceaccount.mint(home.root, pod, uid).encode(), mode)
+            _write(directory, path, _token(store, home, pod, token).encode(), mode)
             if fs_user is not None and os.geteuid() == 0:
                 os.chown(directory / path, fs_user, -1, follow_symlinks=False)
         elif "configMap" in source or "secret" in source:
@@ -150,7 +197,12 @@ def write_projected(
                 _write(directory, item["path"], _field(pod, field_path).encode(), int(item.get("mode", default_mode)))
 
 
+SECRETS_ROOT = "/var/run/secrets/"
+
+
 def mountable(mount: isolation.Mount, mode: str) -> bool:
-    """The service-account mount needs a mount namespace: in the ``links`` fallback every pod would
-    fight over one host symlink at that path, so there it is left out (clients there need a kubeconfig)."""
-    return mode != isolation.LINKS or mount.target != serviceaccount.MOUNT_PATH
+    """The per-pod token mounts (the service account's, Trainer's status token under
+    ``/var/run/secrets/kubeflow/trainer``) need a mount namespace: in the ``links`` fallback every pod
+    would fight over one host symlink at that path, so there they are left out (clients there need a
+    kubeconfig; the Kubeflow SDK's status reports return False)."""
+    return mode != isolation.LINKS or not (mount.target + "/").startswith(SECRETS_ROOT)

@@ -15,17 +15,21 @@ from airflow_provider_training.frameworks.trainer.build import (
     endpoints,
     new_ssh_key,
     owner_reference,
-    runtime_snapshot,
     ssh_auth_secret,
 )
+from airflow_provider_training.frameworks.trainer.snapshot import SnapshotError, read_snapshot, runtime_snapshot
+from airflow_provider_training.frameworks.trainer.trainerstatus import StatusServer
 
 __all__ = [
     "BuildError",
     "Built",
+    "SnapshotError",
+    "StatusServer",
     "build",
     "endpoints",
     "new_ssh_key",
     "owner_reference",
+    "read_snapshot",
     "runtime_snapshot",
     "ssh_auth_secret",
 ]

@@ -9,9 +9,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
-from airflow_provider_training.frameworks.trainer import plugins, upsert
+from airflow_provider_training.frameworks.trainer import plugins, trainerstatus, upsert
 from airflow_provider_training.frameworks.trainer.info import BuildError, RuntimeInfo, new_runtime_info
 from airflow_provider_training.specs.trainer import constants as c
 from airflow_provider_training.specs.trainer.models import TrainingRuntime, TrainJob
@@ -23,7 +21,6 @@ __all__ = [
     "endpoints",
     "new_ssh_key",
     "owner_reference",
-    "runtime_snapshot",
     "ssh_auth_secret",
 ]
 
@@ -31,7 +28,8 @@ __all__ = [
 @dataclass
 class Built:
     jobset: dict[str, Any]
-    # The MPI hostfile ConfigMap (and the SSH Secret when ``ssh_key`` was given), in apply order.
+    # The status server's CA ConfigMap, the MPI SSH Secret (when ``ssh_key`` was given) and hostfile
+    # ConfigMap: what the pods mount, created before the JobSet.
     objects: list[dict[str, Any]] = field(default_factory=list)
     info: RuntimeInfo | None = None
     # MPI slots per node, None for other frameworks.
@@ -125,11 +123,19 @@ def _pod_group(info: RuntimeInfo) -> None:
             metadata["annotations"] = {**(metadata.get("annotations") or {}), **annotations}
 
 
-def build(trainjob: TrainJob, runtime: TrainingRuntime, *, ssh_key: str | None = None) -> Built:
+def build(
+    trainjob: TrainJob,
+    runtime: TrainingRuntime,
+    *,
+    ssh_key: str | None = None,
+    status_server: trainerstatus.StatusServer | None = None,
+) -> Built:
     """The objects for ``trainjob`` on ``runtime`` (both with CRD defaults applied).
 
     ``ssh_key`` is the PEM private key for an MPI TrainJob's SSH Secret (see :func:`ssh_auth_secret`);
     without it no Secret is built (upstream creates it once and never changes it).
+    ``status_server``: the ``TrainJobStatus`` feature gate on (upstream's default is off), with the
+    server the trainer reports to: its env, token volume and the ``<tj>-tls-config`` ConfigMap.
     Raises :class:`BuildError` where the controller's build fails.
     """
     info = new_runtime_info(trainjob, runtime)
@@ -138,6 +144,8 @@ def build(trainjob: TrainJob, runtime: TrainingRuntime, *, ssh_key: str | None =
     plugins.plain(info)
     plugins.jax(info)
     plugins.xgboost(info)
+    if status_server is not None:
+        trainerstatus.enforce(info, status_server)
     _pod_group(info)
     for podset in info.podsets:  # SyncParallelCount
         job_spec = info.replicated_job(podset).setdefault("template", {}).setdefault("spec", {})
@@ -155,6 +163,10 @@ def build(trainjob: TrainJob, runtime: TrainingRuntime, *, ssh_key: str | None =
     metadata["ownerReferences"] = [owner_reference(trainjob)]
     jobset = {"apiVersion": c.JOBSET_API_VERSION, "kind": c.JOBSET, "metadata": metadata, "spec": spec}
     built = Built(jobset, info=info, slots=slots)
+    if status_server is not None:
+        built.objects.append(
+            trainerstatus.tls_config(trainjob.namespace, trainjob.name, owner_reference(trainjob), status_server.ca_pem)
+        )
     if slots is not None:
         if ssh_key is not None:
             built.objects.append(ssh_auth_secret(trainjob, ssh_key))
@@ -213,18 +225,4 @@ def ssh_auth_secret(trainjob: TrainJob, private_key_pem: str) -> dict[str, Any]:
             "ssh-privatekey": base64.b64encode(private_key_pem.encode()).decode(),
             "ssh-publickey": base64.b64encode(public + b"\n").decode(),
         },
-    }
-
-
-def runtime_snapshot(trainjob: TrainJob, runtime: dict[str, Any]) -> dict[str, Any]:
-    """``<tj>-runtime-snapshot``: the runtime as first resolved, so later runtime edits never reach the job."""
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {
-            "name": f"{trainjob.name}-runtime-snapshot",
-            "namespace": trainjob.namespace,
-            "ownerReferences": [owner_reference(trainjob)],
-        },
-        "data": {"runtime": yaml.safe_dump(runtime, sort_keys=False)},
     }

@@ -89,3 +89,18 @@ XGBOOST_RESERVED_ENV = (XGBOOST_ENV_TRACKER_URI, XGBOOST_ENV_TRACKER_PORT, XGBOO
 RUNTIME_DEPRECATION_POLICY_URL = (
     "https://trainer.kubeflow.org/en/latest/operator-guides/runtime.html#runtime-deprecation-policy"
 )
+
+# TrainJobStatus (``pkg/runtime/framework/plugins/trainjobstatus``, ``pkg/statusserver``).
+STATUS_ENV_URL = "KUBEFLOW_TRAINER_SERVER_URL"
+STATUS_ENV_CA_CERT = "KUBEFLOW_TRAINER_SERVER_CA_CERT"
+STATUS_ENV_TOKEN = "KUBEFLOW_TRAINER_SERVER_TOKEN"
+STATUS_MOUNT_PATH = "/var/run/secrets/kubeflow/trainer"
+STATUS_CA_CERT_FILE = "ca.crt"
+STATUS_TOKEN_FILE = "token"
+STATUS_TOKEN_VOLUME = "kubeflow-trainer-token"
+STATUS_TOKEN_EXPIRY_SECONDS = 3600
+STATUS_TLS_CONFIGMAP_SUFFIX = "-tls-config"
+STATUS_FIELD_OWNER = "trainer-status"
+STATUS_MAX_BODY_BYTES = 1 << 16
+RUNTIME_SNAPSHOT_SUFFIX = "-runtime-snapshot"
+RUNTIME_SNAPSHOT_KEY = "runtime"
