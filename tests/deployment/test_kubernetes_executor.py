@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import json
 import signal
-import time
-from collections.abc import Callable
 from typing import Any
 
 import httpx
 import pytest
 
 from tests.fixtures._kubernetes_executor import AIRFLOW_IMAGE, AIRFLOW_NAMESPACE, JOBS_NAMESPACE, kubectl
+from tests.fixtures.airflow_deployment import until
 
 pytestmark = [
     pytest.mark.slow,
@@ -34,17 +33,6 @@ pytestmark = [
 ]
 DAG_ID = "train_package_deploy"
 TASKS = {"train", "package", "approve", "deploy", "smoke_test"}
-
-
-def until(check: Callable[[], Any], what: str, timeout: float = 180) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.5)
 
 
 def worker_pods(d: Any, dag_id: str, run_id: str) -> dict[str, dict[str, Any]]:
