@@ -5,8 +5,8 @@ instance runs in a worker pod of namespace ``airflow`` made from the pod templat
 ``kubernetes_default`` connection (``in_cluster``) under this provider's Role in ``ml``
 (deploy/rbac/airflow-worker.yaml), and the api-server's Execution API over HTTP.
 
-- ``train_package_deploy`` succeeds: one worker pod per task in ``kubectl get pods``, the job and
-  the InferenceService in ``ml``, the ModelKit in the registry;
+- ``train_package_deploy`` succeeds: one worker pod per task in ``kubectl get pods``, the job, the
+  packaging Job and the InferenceService in ``ml``, the ModelKit in the registry;
 - the worker pods' logs are the task logs: what the UI reads (the REST API's log endpoint) — from
   the pod through the Kubernetes API while the task runs (``KubernetesExecutor.get_task_log``, as
   the api-server's service account), from the logs claim the pod wrote once it finished;
@@ -84,7 +84,11 @@ def test_train_package_deploy_runs_every_task_in_a_worker_pod(run, airflow_deplo
     job = d.xcom(DAG_ID, run_id, "train", "job_name")
     assert d.xcom(DAG_ID, run_id, "train", "job_namespace") == JOBS_NAMESPACE
     assert json.loads(kubectl(d.kubeconfig, "-n", JOBS_NAMESPACE, "get", "pytorchjob", job, "-o", "json"))["status"]
-    assert d.xcom(DAG_ID, run_id, "deploy", "url")
+    # the worker cannot read the output claim's directory: the ModelKit was packed by a Job beside it
+    packaging = kubectl(d.kubeconfig, "-n", JOBS_NAMESPACE, "get", "jobs", "-l", f"airflow.apache.org/dag-id={DAG_ID}")
+    assert "Complete" in packaging or "1/1" in packaging, packaging
+    isvc = json.loads(kubectl(d.kubeconfig, "-n", JOBS_NAMESPACE, "get", "inferenceservice", "digits", "-o", "json"))
+    assert isvc["status"]["url"] == d.xcom(DAG_ID, run_id, "deploy", "url")
     reference = d.xcom(DAG_ID, run_id, "package", "reference")
     digest = d.xcom(DAG_ID, run_id, "package", "digest")
     repository, tag = reference.removeprefix(f"{registry.host}/").rsplit(":", 1)
