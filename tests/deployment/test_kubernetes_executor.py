@@ -85,8 +85,8 @@ def test_train_package_deploy_runs_every_task_in_a_worker_pod(run, airflow_deplo
     assert d.xcom(DAG_ID, run_id, "train", "job_namespace") == JOBS_NAMESPACE
     assert json.loads(kubectl(d.kubeconfig, "-n", JOBS_NAMESPACE, "get", "pytorchjob", job, "-o", "json"))["status"]
     # the worker cannot read the output claim's directory: the ModelKit was packed by a Job beside it
-    packaging = kubectl(d.kubeconfig, "-n", JOBS_NAMESPACE, "get", "jobs", "-l", f"airflow.apache.org/dag-id={DAG_ID}")
-    assert "Complete" in packaging or "1/1" in packaging, packaging
+    # (deleted once it succeeded, on_finish_action's default)
+    assert f"in Job {JOBS_NAMESPACE}/modelkit-package-" in ui_log(d, DAG_ID, run_id, "package")
     isvc = json.loads(kubectl(d.kubeconfig, "-n", JOBS_NAMESPACE, "get", "inferenceservice", "digits", "-o", "json"))
     assert isvc["status"]["url"] == d.xcom(DAG_ID, run_id, "deploy", "url")
     reference = d.xcom(DAG_ID, run_id, "package", "reference")
