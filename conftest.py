@@ -81,6 +81,12 @@ def _starts_things(path: Path) -> bool:
 def pytest_collection_modifyitems(config: object, items: list) -> None:  # type: ignore[type-arg]
     import pytest
 
+    # Tests that ask the session's Airflow deployment for another executor (KubernetesExecutor) run
+    # last: pytest ends one deployment before it starts the other, so run between the LocalExecutor
+    # tests they would cost a second start of the LocalExecutor deployment (a minute or more).
+    other_executor = [i for i in items if "airflow_deployment" in getattr(getattr(i, "callspec", None), "params", {})]
+    if other_executor:
+        items[:] = [i for i in items if i not in other_executor] + other_executor
     for item in items:
         if set(getattr(item, "fixturenames", ())) & HEAVY_FIXTURES or _starts_things(Path(str(item.path))):
             continue

@@ -12,27 +12,15 @@ from __future__ import annotations
 
 import os
 import signal
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from airflow_provider_training.operators.identity import DAG_ID, RUN_ID, safe_label_value
+from tests.fixtures.airflow_deployment import until
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
-
-
-def until(check: Callable[[], Any], what: str, timeout: float = 180) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.5)
 
 
 def jobs_of(kube_api: Any, dag_id: str, run_id: str) -> list[dict[str, Any]]:

@@ -7,7 +7,8 @@ kubeconfig path or content, context, namespace):
   hook is built — at run time, in the worker or the triggerer, never when a DAG file is parsed;
 - a connection id: that connection;
 - ``None`` or ``""``: the embedded control plane of this machine (``[training] embedded_home``),
-  started on demand.
+  started on demand; inside a pod *of* an embedded control plane (a KubernetesExecutor worker on
+  it), that control plane, through the pod's in-cluster configuration (:func:`in_embedded_pod`).
 
 So a DAG moves from a laptop to a cluster by configuration, not by editing it. The operators,
 triggers and the UI build their clients from these hooks only; the UI asks for
@@ -19,7 +20,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import ipaddress
 import json
+import os
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -68,6 +71,34 @@ def embedded_home() -> str | None:
     return conf.get("training", "embedded_home", fallback="") or None
 
 
+def in_embedded_pod() -> bool:
+    """Whether this process runs in a pod of an embedded control plane: in-cluster configuration is
+    there (the ``kubernetes`` Service's address and the service account's token, what
+    ``load_incluster_config`` reads) and the API it names is on this machine's loopback, where only
+    an embedded control plane serves pods (a cluster's ``kubernetes`` Service is a ClusterIP).
+
+    There "no connection" cannot mean starting an embedded control plane — the pod's sandbox hides
+    every data directory — and the control plane meant is the one the pod runs on. Anywhere else,
+    a pod of a real cluster included (a CI runner's, say), it keeps meaning the embedded control
+    plane of this machine; a worker on a cluster names its cluster with a ``kubernetes`` connection
+    (``in_cluster``; docs/cluster.md)."""
+    from kubernetes.config.incluster_config import SERVICE_HOST_ENV_NAME, SERVICE_TOKEN_FILENAME
+
+    host = os.environ.get(SERVICE_HOST_ENV_NAME, "")
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+    return loopback and os.path.isfile(SERVICE_TOKEN_FILENAME)
+
+
+def targets_embedded(conn_id: str | None) -> bool:
+    """Whether a hook for ``conn_id`` (already resolved) reaches the embedded control plane through
+    its data directory — what reads a claim's directory or starts the daemon may run — rather than
+    through the API only (a connection, or in-cluster configuration in a pod of the control plane)."""
+    return conn_id is None and not in_embedded_pod()
+
+
 def resolve_conn_id(kubernetes_conn_id: ConnId) -> str | None:
     """The connection to use; ``None`` means the embedded control plane."""
     if isinstance(kubernetes_conn_id, _Default):
@@ -103,8 +134,10 @@ class TrainingHook(KubernetesHook):
 
     def __init__(self, kubernetes_conn_id: ConnId = DEFAULT, *, lookup_only: bool = False, **kwargs: Any) -> None:
         conn_id = resolve_conn_id(kubernetes_conn_id)
+        self.embedded = targets_embedded(conn_id)
+        if conn_id is None and not self.embedded:
+            kwargs.setdefault("in_cluster", True)  # a pod of the embedded control plane: that plane
         super().__init__(conn_id=conn_id, kubernetes_conn_id=conn_id, **kwargs)
-        self.embedded = conn_id is None
         self.kubernetes_conn_id = conn_id
         self.lookup_only = lookup_only
 
@@ -136,6 +169,11 @@ class TrainingHook(KubernetesHook):
         the connection's extras resolved here (for the embedded control plane: its kubeconfig path)."""
         if self.embedded:
             return {"kubernetes_conn_id": None, "connection_extras": {"kube_config_path": self._embedded_kubeconfig()}}
+        if self.kubernetes_conn_id is None:
+            # A pod of the embedded control plane: the triggerer's own "no connection" is the same
+            # plane (its in-cluster configuration in a pod, else this machine's embedded one); this
+            # pod's "in_cluster" would not be, for a triggerer outside the cluster.
+            return {"kubernetes_conn_id": None, "connection_extras": None}
         return {"kubernetes_conn_id": self.kubernetes_conn_id, "connection_extras": dict(self.conn_extras)}
 
 
@@ -157,8 +195,10 @@ class AsyncTrainingHook(AsyncKubernetesHook):
         **kwargs: Any,
     ) -> None:
         conn_id = resolve_conn_id(kubernetes_conn_id)
+        self.embedded = targets_embedded(conn_id) and not connection_extras
+        if conn_id is None and not connection_extras and not self.embedded:
+            kwargs.setdefault("in_cluster", True)  # a pod of the embedded control plane (see TrainingHook)
         super().__init__(conn_id=conn_id, kubernetes_conn_id=conn_id, connection_extras=connection_extras, **kwargs)
-        self.embedded = conn_id is None and not connection_extras
         self.lookup_only = lookup_only
 
     async def _embedded_extras(self) -> dict[str, Any]:

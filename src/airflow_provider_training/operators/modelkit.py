@@ -7,7 +7,8 @@ the event's extra (through the task's ``modelkit`` AssetAlias, since the referen
 ``mode``: ``local`` packs on the worker; ``job`` (``ModelKitPackAndPushOperator`` with a ``pvc://``
 source) packs and pushes in a ``batch/v1`` Job on the cluster that mounts the claim
 (``operators/modelkit_job.py``); ``auto`` (default) is ``job`` exactly when the source is ``pvc://``
-and a ``kubernetes`` connection is in use (``kubernetes_conn_id`` or ``[training] kubernetes_conn_id``).
+and a ``kubernetes`` connection is in use (``kubernetes_conn_id`` or ``[training] kubernetes_conn_id``)
+or the task runs in a pod of the embedded control plane (which cannot read the claim's directory).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from airflow.sdk import Asset, AssetAlias, BaseOperator
 from airflow.sdk.exceptions import AirflowException
 
 from airflow_provider_training import xcom
-from airflow_provider_training.hooks.training import DEFAULT, TrainingHook, resolve_conn_id
+from airflow_provider_training.hooks.training import DEFAULT, TrainingHook, resolve_conn_id, targets_embedded
 from airflow_provider_training.kitops import keys, packpush, signing, transfer
 from airflow_provider_training.kitops import pack as packmod
 from airflow_provider_training.kitops.api import make_client
@@ -220,7 +221,7 @@ class _ModelKitBase(BaseOperator):
         if not self.source:
             raise AirflowException("source is required to pack (a directory or pvc://<claim>/<path>)")
         try:
-            directory = resolve_source(self.source, self.namespace, cluster=self._conn_id() is not None)
+            directory = resolve_source(self.source, self.namespace, cluster=not targets_embedded(self._conn_id()))
         except (ClusterModeUnavailableError, ValueError) as exc:
             raise AirflowException(str(exc)) from None
         self.log.info("Packing %s as %s (compression %s, engine %s)", directory, ref, self.compression, self.engine)
@@ -363,7 +364,7 @@ class _ModelKitBase(BaseOperator):
                     f"pvc://<claim>/<path> (got {self.source!r})"
                 )
             return True
-        return self.mode == "auto" and pvc and self._conn_id() is not None
+        return self.mode == "auto" and pvc and not targets_embedded(self._conn_id())
 
     def _pack_and_push_in_job(self, ref: Reference, context: Any) -> dict[str, Any]:
         try:
@@ -531,7 +532,7 @@ class ModelKitPackAndPushOperator(_ModelKitBase):
         if not self.source:
             raise AirflowException("source is required to pack (a directory or pvc://<claim>/<path>)")
         try:
-            directory = resolve_source(self.source, self.namespace, cluster=self._conn_id() is not None)
+            directory = resolve_source(self.source, self.namespace, cluster=not targets_embedded(self._conn_id()))
         except (ClusterModeUnavailableError, ValueError) as exc:
             raise AirflowException(str(exc)) from None
         self.log.info("Packing %s straight into %s (no local copy)", directory, ref)

@@ -64,6 +64,7 @@ for dag_id, deferrable, retries in (
     ("fault_triggerer", True, 0),
     ("fault_worker", False, 1),
     ("fault_clear", False, 0),
+    ("fault_scheduler", False, 0),  # kill -9 of the scheduler while the task waits (KubernetesExecutor)
 ):
     with DAG(
         dag_id=dag_id,
