@@ -26,6 +26,7 @@ from airflow_provider_training.embedded.paths import Home
 from airflow_provider_training.embedded.resources import BY_KEY, PODS
 from airflow_provider_training.embedded.store import Store
 from airflow_provider_training.embedded.tls import ensure_certificates
+from tests.fixtures import heavy
 
 CONFIGMAPS, SECRETS, EVENTS = BY_KEY["core/configmaps"], BY_KEY["core/secrets"], BY_KEY["core/events"]
 
@@ -79,7 +80,7 @@ class Node:
         return [(e["reason"], e["message"]) for e in items if e["involvedObject"]["name"] == name]
 
 
-@pytest.fixture
+@heavy()  # a node agent starting real pod processes
 def node(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Node]:
     monkeypatch.setenv("AIRFLOW_TRAINING_ZYGOTE", "0")
     monkeypatch.setenv("AIRFLOW_TRAINING_POD_RETRY", "0.2")
