@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from airflow_provider_training.embedded.resources import BY_KEY, PODS
 from airflow_provider_training.embedded.store import Store
 from airflow_provider_training.embedded.tls import ensure_certificates
 from tests.fixtures import heavy
+from tests.waiting import wait_for
 
 CONFIGMAPS, SECRETS, EVENTS = BY_KEY["core/configmaps"], BY_KEY["core/secrets"], BY_KEY["core/events"]
 
@@ -88,15 +89,6 @@ def node(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Node]:
     n = Node(tmp_path / "home")
     yield n
     n.stop()
-
-
-def wait_for(check: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def pod(name: str, **spec: Any) -> dict[str, Any]:

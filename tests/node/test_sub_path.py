@@ -15,6 +15,7 @@ import pytest
 from airflow_provider_training.embedded import ControlPlane
 from airflow_provider_training.embedded.node import paths
 from tests.node import sandbox_pods as pods
+from tests.waiting import wait_for
 
 WRITE = "open('/out/pwned', 'w').write('from the pod'); print('wrote')"
 
@@ -59,7 +60,7 @@ def test_a_sub_path_an_init_container_turned_into_a_link_out_fails_the_container
         f"os.symlink(open({str(gate)!r}).read(), '/vol/sub'); print('swapped')"
     )
     _swapping_pod(kube_api, test_namespace, name, swap)
-    volume = pods.wait_until(
+    volume = wait_for(
         lambda: (
             _volume(control_plane, kube_api, test_namespace, name)
             if _volume(control_plane, kube_api, test_namespace, name).is_dir()
@@ -78,7 +79,7 @@ def test_a_sub_path_an_init_container_turned_into_a_link_out_fails_the_container
             return state
         return pod.status.phase in ("Succeeded", "Failed")  # (the container ran: the test fails below)
 
-    state = pods.wait_until(outcome, 30, "the main container's CreateContainerConfigError")
+    state = wait_for(outcome, 30, "the main container's CreateContainerConfigError")
     assert list(target.iterdir()) == []  # nothing reached the host directory
     assert state is not True, pods.logs(kube_api, test_namespace, name, "main")
     assert state.message.startswith('failed to prepare subPath for volumeMount "data" of container "main"')
