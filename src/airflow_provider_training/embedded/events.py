@@ -4,27 +4,27 @@ lists them through ``involvedObject.*`` field selectors)."""
 from __future__ import annotations
 
 import secrets
-from typing import Any
 
 from airflow_provider_training.embedded.resources import EVENTS
 from airflow_provider_training.embedded.store import Store, now_timestamp
 from airflow_provider_training.specs.refs import ObjectRef
+from airflow_provider_training.specs.unstructured import Unstructured
 
 
 def record_event(
-    store: Store, involved: dict[str, Any], event_type: str, reason: str, message: str, component: str
-) -> dict[str, Any]:
+    store: Store, involved: Unstructured, event_type: str, reason: str, message: str, component: str
+) -> Unstructured:
     return store.create(EVENTS.key, new_event(involved, event_type, reason, message, component))
 
 
-def record_events(store: Store, events: list[tuple[dict[str, Any], str, str, str, str]]) -> None:
+def record_events(store: Store, events: list[tuple[Unstructured, str, str, str, str]]) -> None:
     """Several events ``(involved, type, reason, message, component)`` in one store transaction, in
     order (one resourceVersion each): a controller's pass or a pod group's start records a burst,
     and one commit costs the event loop a fraction of one per event."""
     store.create_many(EVENTS.key, [new_event(*event) for event in events])
 
 
-def new_event(involved: dict[str, Any], event_type: str, reason: str, message: str, component: str) -> dict[str, Any]:
+def new_event(involved: Unstructured, event_type: str, reason: str, message: str, component: str) -> Unstructured:
     """The Event object (not stored): for writing it in a transaction with other changes."""
     meta = involved.get("metadata", {})
     ref = ObjectRef.of(involved)

@@ -15,11 +15,14 @@ import json
 import sqlite3
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from airflow_provider_training.specs.refs import ObjectRef
+from airflow_provider_training.specs.unstructured import ObjectMeta, Unstructured, controlled_by, owner_references
 
 SCHEMA_VERSION = 1
 
@@ -111,14 +114,14 @@ class WatchEvent:
     namespace: str
     name: str
     rv: int
-    object: dict[str, Any]
+    object: Unstructured
     # The object before the write (live events only), so a watch can tell when a selector stops matching.
-    old: dict[str, Any] | None = None
+    old: Unstructured | None = None
 
 
 @dataclass(frozen=True)
 class ListResult:
-    items: list[dict[str, Any]]
+    items: list[Unstructured]
     resource_version: int
     # (namespace, name) of the last item returned when more remain, for ``continue``.
     next_key: tuple[str, str] | None
@@ -135,7 +138,7 @@ def _dumps(obj: Any) -> str:
     return json.dumps(obj, separators=(",", ":"))
 
 
-def _stamp_new(meta: dict[str, Any], rv: int, uid: str | None = None) -> None:
+def _stamp_new(meta: ObjectMeta, rv: int, uid: str | None = None) -> None:
     """What the API server sets on an object it creates (``uid``: one the caller generated)."""
     meta["uid"] = uid or str(uuid.uuid4())
     meta["creationTimestamp"] = now_timestamp()
@@ -251,7 +254,7 @@ class Store:
         return unsubscribe
 
     # -- reads ----------------------------------------------------------------------------------
-    def get(self, resource: str, namespace: str, name: str) -> dict[str, Any] | None:
+    def get(self, resource: str, namespace: str, name: str) -> Unstructured | None:
         with self._lock:
             row = self._conn.execute(
                 "SELECT body FROM objects WHERE resource=? AND namespace=? AND name=?",
@@ -266,7 +269,7 @@ class Store:
         *,
         label_equals: Iterable[tuple[str, str]] = (),
         label_filter: Callable[[dict[str, str]], bool] | None = None,
-        object_filter: Callable[[dict[str, Any]], bool] | None = None,
+        object_filter: Callable[[Unstructured], bool] | None = None,
         after: tuple[str, str] | None = None,
         limit: int | None = None,
     ) -> ListResult:
@@ -304,7 +307,7 @@ class Store:
         if limit is not None and label_filter is None and object_filter is None:
             sql.append(" LIMIT ?")  # a page reads its own rows (and one to tell there are more), not the rest
             params.append(limit + 1)
-        items: builtins.list[dict[str, Any]] = []
+        items: builtins.list[Unstructured] = []
         next_key: tuple[str, str] | None = None
         with self._lock:
             rv = self._rv
@@ -321,6 +324,17 @@ class Store:
                 break
             items.append(obj)
         return ListResult(items, rv, next_key)
+
+    def list_controlled(
+        self, resource: str, owner: Mapping[str, Any] | ObjectRef, *, label_equals: Iterable[tuple[str, str]] = ()
+    ) -> builtins.list[Unstructured]:
+        """The objects of ``resource`` in ``owner``'s namespace that ``owner`` controls (their
+        controlling ownerReference names its uid), narrowed first by ``label_equals`` as a
+        controller's selector narrows them. A child with the labels but another controller, or
+        malformed references, is not one of them."""
+        ref = owner if isinstance(owner, ObjectRef) else ObjectRef.of(owner)
+        items = self.list(resource, ref.namespace, label_equals=label_equals).items
+        return [obj for obj in items if controlled_by(obj, ref.uid)]
 
     def dependents(self, owner_uid: str) -> builtins.list[tuple[str, str, str]]:
         """(resource, namespace, name) of every object whose ownerReferences name ``owner_uid``."""
@@ -344,7 +358,7 @@ class Store:
         return [WatchEvent(t, r, ns, n, v, json.loads(b)) for v, r, ns, n, t, b in rows]
 
     # -- writes ---------------------------------------------------------------------------------
-    def create(self, resource: str, obj: dict[str, Any], *, uid: str | None = None) -> dict[str, Any]:
+    def create(self, resource: str, obj: Unstructured, *, uid: str | None = None) -> Unstructured:
         """Store a new object; returns a copy with the server-set metadata (``obj`` is left alone).
         ``uid``: one the caller generated (a batch/v1 Job's selector names its own uid)."""
         obj = json.loads(_dumps(obj))
@@ -358,26 +372,26 @@ class Store:
             self._commit(rv, [("ADDED", resource, obj, None)])
         return obj
 
-    def create_many(self, resource: str, objs: builtins.list[dict[str, Any]]) -> builtins.list[dict[str, Any]]:
+    def create_many(self, resource: str, objs: builtins.list[Unstructured]) -> builtins.list[Unstructured]:
         """Store new objects in one transaction (one resourceVersion each, in order, as ``create``
         one by one would give them): for records such as Events that a controller writes in bursts.
         ``AlreadyExistsError`` for any name stores none of them."""
         created = self._create_all([(resource, obj) for obj in objs], skip_existing=False)
         return [obj for obj in created if obj is not None]
 
-    def create_missing(self, items: builtins.list[tuple[str, dict[str, Any]]]) -> builtins.list[dict[str, Any] | None]:
+    def create_missing(self, items: builtins.list[tuple[str, Unstructured]]) -> builtins.list[Unstructured | None]:
         """Store the (resource, object) pairs whose names are free, in one transaction and in order
         (one resourceVersion each, as ``create`` one by one would give them); None for a name that
         exists, as ``create`` would refuse it: a controller's pass writes what it lacks at once."""
         return self._create_all(items, skip_existing=True)
 
     def _create_all(
-        self, items: builtins.list[tuple[str, dict[str, Any]]], *, skip_existing: bool
-    ) -> builtins.list[dict[str, Any] | None]:
-        out: builtins.list[dict[str, Any] | None] = []
+        self, items: builtins.list[tuple[str, Unstructured]], *, skip_existing: bool
+    ) -> builtins.list[Unstructured | None]:
+        out: builtins.list[Unstructured | None] = []
         with self._lock:
             rv = self._rv
-            changes: builtins.list[tuple[str, str, dict[str, Any], dict[str, Any] | None]] = []
+            changes: builtins.list[tuple[str, str, Unstructured, Unstructured | None]] = []
             names = set()
             for resource, given in items:
                 obj = json.loads(_dumps(given))
@@ -400,11 +414,11 @@ class Store:
     def update(
         self,
         resource: str,
-        obj: dict[str, Any],
+        obj: Unstructured,
         *,
         check_rv: bool = True,
-        also_create: Sequence[tuple[str, dict[str, Any]]] = (),
-    ) -> dict[str, Any]:
+        also_create: Sequence[tuple[str, Unstructured]] = (),
+    ) -> Unstructured:
         """Replace an object. A ``metadata.resourceVersion`` in ``obj`` must match the stored one
         (``ConflictError``); an object being deleted whose last finalizer goes is removed.
         ``also_create``: new (resource, object) pairs stored in the same transaction, after it (a
@@ -430,7 +444,7 @@ class Store:
                 meta["generation"] = int(old_meta.get("generation", 1)) + 1
             meta["resourceVersion"] = str(rv)
             deleted = meta.get("deletionTimestamp") and not meta.get("finalizers")
-            changes: builtins.list[tuple[str, str, dict[str, Any], dict[str, Any] | None]] = [
+            changes: builtins.list[tuple[str, str, Unstructured, Unstructured | None]] = [
                 ("DELETED" if deleted else "MODIFIED", resource, obj, old)
             ]
             for extra_resource, given in also_create:
@@ -443,13 +457,13 @@ class Store:
             self._commit(rv, changes)
         return obj
 
-    def delete(self, resource: str, namespace: str, name: str, *, uid: str | None = None) -> dict[str, Any]:
+    def delete(self, resource: str, namespace: str, name: str, *, uid: str | None = None) -> Unstructured:
         """Remove an object, or mark it (``deletionTimestamp``) while finalizers remain."""
         with self._lock:
             old = self.get(resource, namespace, name)
             if old is None or (uid is not None and old["metadata"].get("uid") != uid):
                 raise NotFoundError(name)
-            obj: dict[str, Any] = json.loads(_dumps(old))
+            obj: Unstructured = json.loads(_dumps(old))
             meta = obj["metadata"]
             rv = self._rv + 1
             meta["resourceVersion"] = str(rv)
@@ -469,12 +483,12 @@ class Store:
         Events past their time to live; an object with finalizers is marked, as ``delete`` does."""
         with self._lock:
             rv = self._rv + 1
-            changes: builtins.list[tuple[str, str, dict[str, Any], dict[str, Any] | None]] = []
+            changes: builtins.list[tuple[str, str, Unstructured, Unstructured | None]] = []
             for namespace, name in keys:
                 old = self.get(resource, namespace, name)
                 if old is None or (old["metadata"].get("finalizers") and old["metadata"].get("deletionTimestamp")):
                     continue
-                obj: dict[str, Any] = json.loads(_dumps(old))
+                obj: Unstructured = json.loads(_dumps(old))
                 meta = obj["metadata"]
                 meta["resourceVersion"] = str(rv + len(changes))
                 marked = bool(meta.get("finalizers"))
@@ -493,7 +507,7 @@ class Store:
             is not None
         )
 
-    def _commit(self, rv: int, changes: builtins.list[tuple[str, str, dict[str, Any], dict[str, Any] | None]]) -> None:
+    def _commit(self, rv: int, changes: builtins.list[tuple[str, str, Unstructured, Unstructured | None]]) -> None:
         """Write ``changes`` in one transaction; the i-th gets resourceVersion ``rv + i``."""
         conn = self._conn
         first = rv
@@ -520,7 +534,7 @@ class Store:
                             "INSERT OR IGNORE INTO labels VALUES (?, ?, ?, ?, ?)",
                             [(resource, k, str(v), ns, name) for k, v in labels.items()],
                         )
-                    owners = [ref["uid"] for ref in meta.get("ownerReferences") or [] if "uid" in ref]
+                    owners = [ref["uid"] for ref in owner_references(obj) if "uid" in ref]
                     if owners:
                         conn.executemany(
                             "INSERT OR IGNORE INTO owners VALUES (?, ?, ?, ?)",
@@ -556,7 +570,7 @@ class Store:
         self._conn.execute("UPDATE meta SET value=? WHERE key='compacted_rv'", (str(floor),))
         self._compacted = floor
 
-    def iter_all(self) -> Iterator[tuple[str, dict[str, Any]]]:
+    def iter_all(self) -> Iterator[tuple[str, Unstructured]]:
         """Every stored object with its resource key (for controllers' initial sync and tooling)."""
         with self._lock:
             rows = self._conn.execute("SELECT resource, body FROM objects").fetchall()
@@ -564,5 +578,5 @@ class Store:
             yield resource, json.loads(body)
 
 
-def _spec_of(obj: dict[str, Any]) -> dict[str, Any]:
+def _spec_of(obj: Unstructured) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}

@@ -58,6 +58,7 @@ from airflow_provider_training.embedded.store import (
 )
 from airflow_provider_training.specs.crds import all_crds
 from airflow_provider_training.specs.trainer.crds import all_crds as trainer_crds
+from airflow_provider_training.specs.unstructured import Unstructured
 
 SECRETS_KEY = "core/secrets"
 
@@ -68,7 +69,7 @@ BATCH_JOBS = "batch/jobs"
 
 
 # -- helpers -----------------------------------------------------------------------------------
-def _check_type(rt: ResourceType, obj: Any) -> dict[str, Any]:
+def _check_type(rt: ResourceType, obj: Any) -> Unstructured:
     if not isinstance(obj, dict):
         raise errors.bad_request(f"the body must be a JSON object describing a {rt.kind}")
     kind, api_version = obj.setdefault("kind", rt.kind), obj.setdefault("apiVersion", rt.api_version)
@@ -94,7 +95,7 @@ def _require_namespace(ctx: ServerContext, namespace: str) -> None:
         raise errors.namespace_not_found(namespace)
 
 
-def _get(ctx: ServerContext, target: Target) -> dict[str, Any]:
+def _get(ctx: ServerContext, target: Target) -> Unstructured:
     assert target.name is not None
     obj = ctx.store.get(target.rt.key, target.store_namespace, target.name)
     if obj is None:
@@ -105,7 +106,7 @@ def _get(ctx: ServerContext, target: Target) -> dict[str, Any]:
 def _single(
     request: Request,
     rt: ResourceType,
-    obj: dict[str, Any],
+    obj: Unstructured,
     code: int = 200,
     warnings: list[str] | None = None,
 ) -> Response:
@@ -127,7 +128,7 @@ def _dry_run(request: Request) -> bool:
     return bool(values)
 
 
-def _served_crds() -> list[dict[str, Any]]:
+def _served_crds() -> list[Unstructured]:
     items = []
     for definition in [*all_crds(), *trainer_crds()]:
         item = copy.deepcopy(definition)
@@ -148,7 +149,7 @@ def _served_crds() -> list[dict[str, Any]]:
     return items
 
 
-def _prepare_new(ctx: ServerContext, rt: ResourceType, obj: dict[str, Any], automount: bool = True) -> None:
+def _prepare_new(ctx: ServerContext, rt: ResourceType, obj: Unstructured, automount: bool = True) -> None:
     """Server-set fields of a new object (``automount``: a pod's service-account token is mounted)."""
     if rt.has_status:
         obj.pop("status", None)
@@ -162,7 +163,7 @@ def _prepare_new(ctx: ServerContext, rt: ResourceType, obj: dict[str, Any], auto
     canonical_form(rt, obj, new=True, automount=automount)
 
 
-def _fold_string_data(rt: ResourceType, obj: dict[str, Any]) -> None:
+def _fold_string_data(rt: ResourceType, obj: Unstructured) -> None:
     """A Secret's ``stringData`` is write-only: kube-apiserver merges it into ``data`` (base64) and
     never returns it, so a secret written as text is not read back in clear."""
     if rt.key != SECRETS_KEY or not isinstance(obj.get("stringData"), dict):
@@ -304,7 +305,7 @@ async def list_(request: Request, ctx: ServerContext, target: Target) -> Respons
     return json_response(body)
 
 
-def _store_update(ctx: ServerContext, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+def _store_update(ctx: ServerContext, rt: ResourceType, obj: Unstructured) -> Unstructured:
     try:
         return ctx.store.update(rt.key, obj)
     except ConflictError:
@@ -314,7 +315,7 @@ def _store_update(ctx: ServerContext, rt: ResourceType, obj: dict[str, Any]) -> 
 
 
 def _finish_update(
-    request: Request, ctx: ServerContext, target: Target, old: dict[str, Any], new: dict[str, Any]
+    request: Request, ctx: ServerContext, target: Target, old: Unstructured, new: Unstructured
 ) -> Response:
     """Shared by replace and patch: status vs main resource, immutable fields, admission, store."""
     rt = target.rt
@@ -418,7 +419,7 @@ async def _delete_options(request: Request, ctx: ServerContext) -> dict[str, Any
     return options
 
 
-def delete_object(ctx: ServerContext, rt: ResourceType, obj: dict[str, Any], policy: str | None) -> dict[str, Any]:
+def delete_object(ctx: ServerContext, rt: ResourceType, obj: Unstructured, policy: str | None) -> Unstructured:
     """Delete one object and garbage-collect its dependents (ownerReferences) per ``policy``."""
     meta = obj["metadata"]
     if policy is None:

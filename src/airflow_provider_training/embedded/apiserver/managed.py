@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from airflow_provider_training.embedded.apiserver.patch import _MERGE_KEYS
+from airflow_provider_training.specs.unstructured import Unstructured
 
 Path = tuple[str, ...]
 ELEMENT = "."
@@ -49,7 +50,7 @@ def element_name(key: str, value: Any) -> str:
     return "k:" + json.dumps({key: value}, separators=(",", ":"))
 
 
-def field_set(obj: dict[str, Any]) -> set[Path]:
+def field_set(obj: Unstructured) -> set[Path]:
     out: set[Path] = set()
     for key, value in obj.items():
         if key in ("apiVersion", "kind", "status"):
@@ -155,7 +156,7 @@ def path_text(path: Path) -> str:
 class Managers:
     """The managedFields entries of one object, as (manager, operation) -> (apiVersion, paths)."""
 
-    def __init__(self, obj: dict[str, Any] | None) -> None:
+    def __init__(self, obj: Unstructured | None) -> None:
         self.entries: dict[tuple[str, str], tuple[str, set[Path]]] = {}
         self.original: dict[tuple[str, str], dict[str, Any]] = {}  # entries as read: unchanged ones keep their time
         for entry in ((obj or {}).get("metadata") or {}).get("managedFields") or []:
@@ -173,7 +174,7 @@ class Managers:
             if key != keep:
                 self.entries[key] = (api_version, owned - paths)
 
-    def write(self, obj: dict[str, Any]) -> None:
+    def write(self, obj: Unstructured) -> None:
         entries = []
         for (manager, operation), (api_version, paths) in self.entries.items():
             if not paths:
@@ -210,7 +211,7 @@ def manager_of(query_manager: str | None, user_agent: str) -> str:
     return (user_agent.split("/", 1)[0] or "unknown")[:128]
 
 
-def record_update(old: dict[str, Any] | None, new: dict[str, Any], manager: str, api_version: str) -> None:
+def record_update(old: Unstructured | None, new: Unstructured, manager: str, api_version: str) -> None:
     """A create (``old`` None) or update by ``manager``: it owns what it set or changed."""
     managers = Managers(old if old is not None else new)
     if old is None:

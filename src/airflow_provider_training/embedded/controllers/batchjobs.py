@@ -28,7 +28,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from airflow_provider_training.embedded import canonical, runtime, serviceaccount
-from airflow_provider_training.embedded.controllers.refs import owner_references
 from airflow_provider_training.embedded.events import record_event
 from airflow_provider_training.embedded.resources import BY_KEY, PODS
 from airflow_provider_training.embedded.runtime import ControllerContext, For, Owns, WorkQueue
@@ -36,6 +35,7 @@ from airflow_provider_training.embedded.store import AlreadyExistsError, Conflic
 from airflow_provider_training.frameworks.timeutil import format_time, parse_time
 from airflow_provider_training.specs.annotations import BATCH_CONTROLLER_UID as CONTROLLER_UID
 from airflow_provider_training.specs.annotations import WORKING_DIR_ANNOTATION
+from airflow_provider_training.specs.unstructured import ObjectMeta, Unstructured, controller_ref
 
 JOBS = BY_KEY["batch/jobs"]
 COMPONENT = "job-controller"
@@ -95,14 +95,14 @@ def set_condition(status: dict[str, Any], type_: str, value: str, reason: str, m
     )
 
 
-def pod_ready(pod: dict[str, Any]) -> bool:
+def pod_ready(pod: Unstructured) -> bool:
     return any(
         c.get("type") == "Ready" and c.get("status") == "True"
         for c in (pod.get("status") or {}).get("conditions") or []
     )
 
 
-def restarts(pod: dict[str, Any]) -> int:
+def restarts(pod: Unstructured) -> int:
     status = pod.get("status") or {}
     return sum(
         int(cs.get("restartCount") or 0)
@@ -140,17 +140,17 @@ class BatchJobController:
             return None  # JobSet's child Jobs: controllers/indexedjobs.py
         return Sync(self, job).run()
 
-    def owned_pods(self, job: dict[str, Any]) -> list[dict[str, Any]]:
-        uid = job["metadata"]["uid"]
-        selector = ((job.get("spec") or {}).get("selector") or {}).get("matchLabels") or {CONTROLLER_UID: uid}
-        items = self.store.list(PODS.key, job["metadata"]["namespace"], label_equals=list(selector.items())).items
-        return [p for p in items if any(r.get("uid") == uid and r.get("controller") for r in owner_references(p))]
+    def owned_pods(self, job: Unstructured) -> list[Unstructured]:
+        selector = ((job.get("spec") or {}).get("selector") or {}).get("matchLabels") or {
+            CONTROLLER_UID: job["metadata"]["uid"]
+        }
+        return self.store.list_controlled(PODS.key, job, label_equals=list(selector.items()))
 
 
 class Sync:
     """One ``syncJob`` of one Job."""
 
-    def __init__(self, c: BatchJobController, job: dict[str, Any]) -> None:
+    def __init__(self, c: BatchJobController, job: Unstructured) -> None:
         self.c, self.job, self.store = c, job, c.store
         self.spec: dict[str, Any] = job.get("spec") or {}
         self.namespace, self.name = job["metadata"]["namespace"], job["metadata"]["name"]
@@ -206,7 +206,7 @@ class Sync:
         return self.next_pass()
 
     @staticmethod
-    def phase(pod: dict[str, Any]) -> str:
+    def phase(pod: Unstructured) -> str:
         return str((pod.get("status") or {}).get("phase") or "Pending")
 
     # -- the steps ------------------------------------------------------------------------------
@@ -227,7 +227,7 @@ class Sync:
         with contextlib.suppress(NotFoundError):
             self.store.delete(JOBS.key, self.namespace, self.name, uid=uid)
 
-    def suspend(self, active: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def suspend(self, active: list[Unstructured]) -> list[Unstructured]:
         self.delete_pods(active)
         if condition_true(self.status, SUSPENDED) is None:
             set_condition(self.status, SUSPENDED, "True", "JobSuspended", "Job suspended", self.stamp)
@@ -240,7 +240,7 @@ class Sync:
             self.events.append(("Normal", "Resumed", "Job resumed"))
             self.status["startTime"] = self.stamp  # upstream restarts the deadline's clock on resume
 
-    def failure(self, active: list[dict[str, Any]], failed: int) -> tuple[str, str] | None:
+    def failure(self, active: list[Unstructured], failed: int) -> tuple[str, str] | None:
         limit = int(self.spec.get("backoffLimit", 6))
         if failed > limit:
             return BACKOFF_EXCEEDED
@@ -265,7 +265,7 @@ class Sync:
         if self.spec.get("ttlSecondsAfterFinished") is not None:
             self.wakeups.append(float(self.spec["ttlSecondsAfterFinished"]))
 
-    def complete(self, succeeded: int, active: list[dict[str, Any]]) -> bool:
+    def complete(self, succeeded: int, active: list[Unstructured]) -> bool:
         completions = self.spec.get("completions")
         done = succeeded >= completions if completions is not None else succeeded > 0 and not active
         if not done:
@@ -278,7 +278,7 @@ class Sync:
             self.wakeups.append(float(self.spec["ttlSecondsAfterFinished"]))
         return True
 
-    def scale(self, active: list[dict[str, Any]], succeeded: int, failed: int) -> list[dict[str, Any]]:
+    def scale(self, active: list[Unstructured], succeeded: int, failed: int) -> list[Unstructured]:
         parallelism = int(self.spec.get("parallelism", 1))
         completions = self.spec.get("completions")
         if completions is None:
@@ -310,24 +310,15 @@ class Sync:
         return max(seen, default=None)
 
     # -- pods -----------------------------------------------------------------------------------
-    def create_pod(self) -> dict[str, Any]:
+    def create_pod(self) -> Unstructured:
         template = self.spec.get("template") or {}
         tmeta = template.get("metadata") or {}
-        meta: dict[str, Any] = {
+        meta: ObjectMeta = {
             "name": f"{self.name}-{''.join(secrets.choice(NAME_ALPHABET) for _ in range(5))}",
             "generateName": f"{self.name}-",
             "namespace": self.namespace,
             "labels": dict(tmeta.get("labels") or {}),
-            "ownerReferences": [
-                {
-                    "apiVersion": "batch/v1",
-                    "kind": "Job",
-                    "name": self.name,
-                    "uid": self.job["metadata"]["uid"],
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
+            "ownerReferences": [controller_ref(self.job, JOBS)],
         }
         annotations = dict(tmeta.get("annotations") or {})
         workdir = (self.job["metadata"].get("annotations") or {}).get(WORKING_DIR_ANNOTATION)
@@ -353,7 +344,7 @@ class Sync:
         self.events.append(("Normal", "SuccessfulCreate", f"Created pod: {created['metadata']['name']}"))
         return created
 
-    def delete_pods(self, pods: list[dict[str, Any]]) -> None:
+    def delete_pods(self, pods: list[Unstructured]) -> None:
         for pod in pods:
             name = pod["metadata"]["name"]
             try:

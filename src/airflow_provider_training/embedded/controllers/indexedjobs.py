@@ -44,6 +44,7 @@ from airflow_provider_training.specs.annotations import BATCH_CONTROLLER_UID as 
 from airflow_provider_training.specs.annotations import BATCH_JOB_NAME as JOB_NAME
 from airflow_provider_training.specs.annotations import BATCH_LEGACY_CONTROLLER_UID as LEGACY_CONTROLLER_UID
 from airflow_provider_training.specs.annotations import BATCH_LEGACY_JOB_NAME as LEGACY_JOB_NAME
+from airflow_provider_training.specs.unstructured import controller_ref
 
 JOBS = BY_KEY["batch/jobs"]
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
@@ -109,13 +110,7 @@ class IndexedJobController(BatchJobController):
         return IndexedSync(self, job).run()
 
     def owned_pods(self, job: dict[str, Any]) -> list[dict[str, Any]]:
-        uid = job["metadata"]["uid"]
-        items = self.store.list(PODS.key, job["metadata"]["namespace"], label_equals=[(CONTROLLER_UID, uid)]).items
-        return [
-            p
-            for p in items
-            if any(r.get("uid") == uid and r.get("controller") for r in p["metadata"].get("ownerReferences") or [])
-        ]
+        return self.store.list_controlled(PODS.key, job, label_equals=[(CONTROLLER_UID, job["metadata"]["uid"])])
 
 
 class IndexedSync(Sync):
@@ -225,16 +220,7 @@ class IndexedSync(Sync):
             "namespace": self.namespace,
             "labels": labels,
             "annotations": annotations,
-            "ownerReferences": [
-                {
-                    "apiVersion": "batch/v1",
-                    "kind": "Job",
-                    "name": self.name,
-                    "uid": uid,
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
+            "ownerReferences": [controller_ref(self.job, JOBS)],
         }
         pod = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
         canonical.pod(pod, automount=serviceaccount.automounts(self.store, pod))

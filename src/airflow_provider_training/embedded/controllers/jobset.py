@@ -32,6 +32,7 @@ from airflow_provider_training.embedded.store import AlreadyExistsError, Conflic
 from airflow_provider_training.frameworks.trainer import jobset as js
 from airflow_provider_training.frameworks.trainer.status import find, set_condition
 from airflow_provider_training.specs.annotations import WORKING_DIR_ANNOTATION
+from airflow_provider_training.specs.unstructured import controller_ref
 
 log = logging.getLogger(__name__)
 JOBSETS = BY_KEY["jobset.x-k8s.io/jobsets"]
@@ -128,15 +129,7 @@ class JobSetController:
         return JobSetPass(self, obj).run()
 
     def owned_jobs(self, jobset: dict[str, Any]) -> list[dict[str, Any]]:
-        uid = jobset["metadata"]["uid"]
-        items = self.store.list(
-            JOBS.key, jobset["metadata"]["namespace"], label_equals=[(js.JOBSET_NAME, jobset["metadata"]["name"])]
-        ).items
-        return [
-            j
-            for j in items
-            if any(r.get("uid") == uid and r.get("controller") for r in j["metadata"].get("ownerReferences") or [])
-        ]
+        return self.store.list_controlled(JOBS.key, jobset, label_equals=[(js.JOBSET_NAME, jobset["metadata"]["name"])])
 
     def delete_tree(self, resource: str, obj: dict[str, Any]) -> bool:
         """Foreground deletion: dependents (a Job's pods) first, then the object."""
@@ -240,14 +233,7 @@ class JobSetPass:
             self.store.create(SERVICES.key, service)
 
     def owner_reference(self) -> dict[str, Any]:
-        return {
-            "apiVersion": JOBSETS.api_version,
-            "kind": "JobSet",
-            "name": self.name,
-            "uid": self.jobset["metadata"]["uid"],
-            "controller": True,
-            "blockOwnerDeletion": True,
-        }
+        return dict(controller_ref(self.jobset, JOBSETS))
 
     def create_job(self, job: dict[str, Any]) -> None:
         job["metadata"]["ownerReferences"] = [self.owner_reference()]

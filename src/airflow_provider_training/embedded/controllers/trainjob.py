@@ -49,6 +49,7 @@ from airflow_provider_training.specs.annotations import WORKING_DIR_ANNOTATION
 from airflow_provider_training.specs.trainer import constants as c
 from airflow_provider_training.specs.trainer.documents import check_document
 from airflow_provider_training.specs.trainer.models import TrainJob
+from airflow_provider_training.specs.unstructured import controlled_by
 
 log = logging.getLogger(__name__)
 TRAINJOBS = BY_KEY["trainer.kubeflow.org/trainjobs"]
@@ -162,9 +163,7 @@ class TrainJobPass:
     def run(self) -> float | None:
         conditions = (self.obj.get("status") or {}).get("conditions") or []
         jobset = self.store.get(JOBSETS.key, self.namespace, self.name)
-        if jobset is not None and not any(
-            r.get("uid") == self.obj["metadata"]["uid"] for r in jobset["metadata"].get("ownerReferences") or []
-        ):
+        if jobset is not None and not controlled_by(jobset, self.obj["metadata"]["uid"]):
             jobset = None  # someone else's JobSet of that name: never adopted
         if finished(conditions) and jobset is None:
             return None  # failed before a JobSet existed, or done and cleaned up: nothing to watch

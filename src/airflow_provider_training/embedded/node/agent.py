@@ -51,6 +51,7 @@ from airflow_provider_training.embedded.resources import BY_KEY, EVENTS, PODS
 from airflow_provider_training.embedded.runtime import ControllerContext, For, OwnWrites, Watches, WorkQueue
 from airflow_provider_training.embedded.runtime.controller import Key, key_of
 from airflow_provider_training.embedded.store import NotFoundError, Store, WatchEvent, now_timestamp
+from airflow_provider_training.specs.unstructured import Unstructured, controller_of
 
 log = logging.getLogger(__name__)
 CONFIGMAPS = BY_KEY["core/configmaps"]
@@ -290,7 +291,7 @@ class NodeAgent:
                 keys.append(key)
         return keys
 
-    def _on_deleted(self, pod: dict[str, Any]) -> None:
+    def _on_deleted(self, pod: Unstructured) -> None:
         uid = pod["metadata"].get("uid", "")
         self.waiting.pop(uid, None)
         self.reported.pop(uid, None)
@@ -351,7 +352,7 @@ class NodeAgent:
                     wake.append(delay)
         return min(wake) if wake else None
 
-    def _consider(self, pod: dict[str, Any]) -> float | None:
+    def _consider(self, pod: Unstructured) -> float | None:
         """A pod this node does not run yet: start it with the other waiting pods of its owner (one
         job's pods are admitted together), or note why not; the seconds until it is tried again."""
         meta = pod["metadata"]
@@ -380,18 +381,11 @@ class NodeAgent:
         at = self.retry.get(uid, (0.0, 0.0))[0] - time.monotonic()
         return at if at > 0 else None
 
-    def _waiting_siblings(self, pod: dict[str, Any]) -> list[dict[str, Any]]:
+    def _waiting_siblings(self, pod: Unstructured) -> list[Unstructured]:
         """The other pods of the same controlling owner that wait to start on this node."""
         meta = pod["metadata"]
-        refs = meta.get("ownerReferences")
-        owner = next(
-            (
-                r.get("uid")
-                for r in (refs if isinstance(refs, list) else [])
-                if isinstance(r, dict) and r.get("controller")
-            ),
-            None,
-        )
+        ref = controller_of(pod)
+        owner = ref.get("uid") if ref is not None else None
         if not owner:
             return []
         siblings = []
@@ -415,7 +409,7 @@ class NodeAgent:
         return siblings
 
     # -- starting pods --------------------------------------------------------------------------
-    def _start_group(self, pods: list[dict[str, Any]]) -> None:
+    def _start_group(self, pods: list[Unstructured]) -> None:
         try:
             decision = self.capacity.admit(pods)
         except Exception as exc:  # a field the scheduler cannot read (a quantity that is none)
@@ -462,7 +456,7 @@ class NodeAgent:
             ],
         )
 
-    def _unschedulable(self, pod: dict[str, Any], message: str) -> None:
+    def _unschedulable(self, pod: Unstructured, message: str) -> None:
         uid = pod["metadata"]["uid"]
         if self.reported.get(uid) == message:
             return
@@ -471,7 +465,7 @@ class NodeAgent:
         self._event(pod, *event, component="default-scheduler")
         self._write(pod)
 
-    def _start(self, pod: dict[str, Any], gpu_ids: list[str]) -> bool:
+    def _start(self, pod: Unstructured, gpu_ids: list[str]) -> bool:
         meta = pod["metadata"]
         uid, namespace, name = meta["uid"], meta["namespace"], meta["name"]
         directory = self.node_dir / "pods" / uid
@@ -514,7 +508,7 @@ class NodeAgent:
         self.work.add_after(tracked.key, self.window)
         return True
 
-    def _warn_unsandboxed(self, pod: dict[str, Any], spec: dict[str, Any]) -> None:
+    def _warn_unsandboxed(self, pod: Unstructured, spec: dict[str, Any]) -> None:
         """One Warning event per pod for what of it this node does not enforce."""
         if spec.get("warnings"):
             self._event(
@@ -527,7 +521,7 @@ class NodeAgent:
             self._event(pod, "Warning", "NoSandbox", NO_SANDBOX)
 
     @staticmethod
-    def _binding(pod: dict[str, Any], pod_ip: str, now: str) -> dict[str, Any]:
+    def _binding(pod: Unstructured, pod_ip: str, now: str) -> dict[str, Any]:
         """What binding the pod to this node sets: the status a kubelet reports before the containers run."""
         scheduled = {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": now}
         return {
@@ -540,7 +534,7 @@ class NodeAgent:
             "conditions": [scheduled],
         }
 
-    def _cannot_start(self, pod: dict[str, Any], exc: podspec.PodConfigError) -> None:
+    def _cannot_start(self, pod: Unstructured, exc: podspec.PodConfigError) -> None:
         """The pod stays Pending with the kubelet's waiting reason and one event per new message,
         and is tried again after a back-off that doubles with each failure."""
         uid = pod["metadata"]["uid"]
@@ -561,7 +555,7 @@ class NodeAgent:
         self._event(pod, *event)
         self._write(pod)
 
-    def _lost(self, pod: dict[str, Any], stopped: bool = False, tracked: Tracked | None = None) -> None:
+    def _lost(self, pod: Unstructured, stopped: bool = False, tracked: Tracked | None = None) -> None:
         podstatus.lost(pod.setdefault("status", {}), stopped, now_timestamp())
         self._write(pod, tracked)
 
@@ -589,7 +583,7 @@ class NodeAgent:
         self._report(tracked)
         return None
 
-    def _record_events(self, tracked: Tracked, pod: dict[str, Any] | None = None) -> None:
+    def _record_events(self, tracked: Tracked, pod: Unstructured | None = None) -> None:
         """The events not yet written, alone (no status write to go with them); ``pod``: the stored
         pod when the caller has just read it."""
         events, tracked.events = tracked.events, []
@@ -650,7 +644,7 @@ class NodeAgent:
             self._release(tracked.uid)
         return True
 
-    def _report(self, tracked: Tracked, pod: dict[str, Any] | None = None) -> None:
+    def _report(self, tracked: Tracked, pod: Unstructured | None = None) -> None:
         tracked.unwritten_since = None
         if pod is None:
             pod = self.store.get(PODS.key, tracked.namespace, tracked.name)
@@ -748,7 +742,7 @@ class NodeAgent:
             shutil.rmtree(self.ctx.home.logs / tracked.namespace / tracked.name, ignore_errors=True)
 
     # -- store helpers --------------------------------------------------------------------------
-    def _write(self, pod: dict[str, Any], tracked: Tracked | None = None) -> None:
+    def _write(self, pod: Unstructured, tracked: Tracked | None = None) -> None:
         """Write the pod's status (and its binding: nodeName, or ``tracked``'s binding not yet
         written) over the stored pod, if it is still the same pod."""
         with contextlib.suppress(NotFoundError):
@@ -771,7 +765,7 @@ class NodeAgent:
         shutil.rmtree(directory, ignore_errors=True)
         shutil.rmtree(rundir.empty_dir(self.node_dir, directory.name), ignore_errors=True)
 
-    def _event(self, pod: dict[str, Any], type_: str, reason: str, message: str, component: str = COMPONENT) -> None:
+    def _event(self, pod: Unstructured, type_: str, reason: str, message: str, component: str = COMPONENT) -> None:
         record_event(self.store, pod, type_, reason, message, component)
 
 
@@ -787,7 +781,7 @@ def _describe(exc: BaseException) -> str:
     return f"invalid pod: {text}" if isinstance(exc, ValueError) else text
 
 
-def _containers(pod: dict[str, Any]) -> list[dict[str, Any]]:
+def _containers(pod: Unstructured) -> list[dict[str, Any]]:
     spec = pod.get("spec")
     containers = spec.get("containers") if isinstance(spec, dict) else None
     if not isinstance(containers, list):

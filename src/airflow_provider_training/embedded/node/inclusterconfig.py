@@ -26,6 +26,7 @@ from airflow_provider_training.embedded import serviceaccount
 from airflow_provider_training.embedded.node import isolation
 from airflow_provider_training.embedded.paths import Home
 from airflow_provider_training.embedded.store import Store
+from airflow_provider_training.specs.unstructured import Unstructured
 
 
 @functools.cache
@@ -55,7 +56,7 @@ def service_env(home: Home) -> dict[str, str]:
     }
 
 
-def _field(pod: dict[str, Any], path: str) -> str:
+def _field(pod: Unstructured, path: str) -> str:
     meta = pod.get("metadata") or {}
     if path.startswith(("metadata.labels", "metadata.annotations")):
         table = meta.get("labels" if "labels" in path else "annotations") or {}
@@ -107,7 +108,7 @@ class ProjectionError(Exception):
 def write_projected(
     store: Store,
     home: Home,
-    pod: dict[str, Any],
+    pod: Unstructured,
     volume: dict[str, Any],
     directory: Path,
     fs_user: int | None = None,

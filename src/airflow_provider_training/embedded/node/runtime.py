@@ -29,6 +29,7 @@ from typing import Any
 import yaml
 
 from airflow_provider_training.specs.annotations import WORKING_DIR_ANNOTATION
+from airflow_provider_training.specs.unstructured import Unstructured
 
 IMAGES_ENV = "AIRFLOW_TRAINING_IMAGES"
 WORKDIR_ENV = "AIRFLOW_TRAINING_WORKDIR"
@@ -107,7 +108,7 @@ class Runtime:
                 return p
         return Profile()
 
-    def working_dir(self, container: dict[str, Any], pod: dict[str, Any]) -> str:
+    def working_dir(self, container: dict[str, Any], pod: Unstructured) -> str:
         if container.get("workingDir"):
             return str(container["workingDir"])
         annotations = pod.get("metadata", {}).get("annotations") or {}

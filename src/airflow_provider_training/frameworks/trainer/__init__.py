@@ -14,7 +14,6 @@ from airflow_provider_training.frameworks.trainer.build import (
     build,
     endpoints,
     new_ssh_key,
-    owner_reference,
     runtime_snapshot,
     ssh_auth_secret,
 )
@@ -25,7 +24,6 @@ __all__ = [
     "build",
     "endpoints",
     "new_ssh_key",
-    "owner_reference",
     "runtime_snapshot",
     "ssh_auth_secret",
 ]

@@ -14,7 +14,9 @@ import yaml
 from airflow_provider_training.frameworks.trainer import plugins, upsert
 from airflow_provider_training.frameworks.trainer.info import BuildError, RuntimeInfo, new_runtime_info
 from airflow_provider_training.specs.trainer import constants as c
+from airflow_provider_training.specs.trainer.crds import TRAINJOB
 from airflow_provider_training.specs.trainer.models import TrainingRuntime, TrainJob
+from airflow_provider_training.specs.unstructured import controller_ref
 
 __all__ = [
     "BuildError",
@@ -22,7 +24,6 @@ __all__ = [
     "build",
     "endpoints",
     "new_ssh_key",
-    "owner_reference",
     "runtime_snapshot",
     "ssh_auth_secret",
 ]
@@ -36,18 +37,6 @@ class Built:
     info: RuntimeInfo | None = None
     # MPI slots per node, None for other frameworks.
     slots: int | None = None
-
-
-def owner_reference(trainjob: TrainJob) -> dict[str, Any]:
-    ref: dict[str, Any] = {
-        "apiVersion": c.API_VERSION,
-        "kind": c.TRAINJOB,
-        "name": trainjob.name,
-        "uid": trainjob.metadata.uid or "",
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
-    return ref
 
 
 def endpoints(info: RuntimeInfo, podset_name: str) -> Iterator[str]:
@@ -152,7 +141,7 @@ def build(trainjob: TrainJob, runtime: TrainingRuntime, *, ssh_key: str | None =
         metadata["labels"] = dict(info.labels)
     if info.annotations:
         metadata["annotations"] = dict(info.annotations)
-    metadata["ownerReferences"] = [owner_reference(trainjob)]
+    metadata["ownerReferences"] = [controller_ref(trainjob, TRAINJOB)]
     jobset = {"apiVersion": c.JOBSET_API_VERSION, "kind": c.JOBSET, "metadata": metadata, "spec": spec}
     built = Built(jobset, info=info, slots=slots)
     if slots is not None:
@@ -175,7 +164,7 @@ def _hostfile(info: RuntimeInfo, trainjob: TrainJob, slots: int) -> dict[str, An
         "metadata": {
             "name": f"{trainjob.name}{c.MPI_HOSTFILE_CONFIGMAP_SUFFIX}",
             "namespace": trainjob.namespace,
-            "ownerReferences": [owner_reference(trainjob)],
+            "ownerReferences": [controller_ref(trainjob, TRAINJOB)],
         },
         "data": {c.MPI_HOSTFILE_NAME: "".join(lines)},
     }
@@ -205,7 +194,7 @@ def ssh_auth_secret(trainjob: TrainJob, private_key_pem: str) -> dict[str, Any]:
         "metadata": {
             "name": f"{trainjob.name}{c.MPI_SSH_AUTH_SECRET_SUFFIX}",
             "namespace": trainjob.namespace,
-            "ownerReferences": [owner_reference(trainjob)],
+            "ownerReferences": [controller_ref(trainjob, TRAINJOB)],
         },
         "type": "kubernetes.io/ssh-auth",
         "immutable": True,
@@ -224,7 +213,7 @@ def runtime_snapshot(trainjob: TrainJob, runtime: dict[str, Any]) -> dict[str, A
         "metadata": {
             "name": f"{trainjob.name}-runtime-snapshot",
             "namespace": trainjob.namespace,
-            "ownerReferences": [owner_reference(trainjob)],
+            "ownerReferences": [controller_ref(trainjob, TRAINJOB)],
         },
         "data": {"runtime": yaml.safe_dump(runtime, sort_keys=False)},
     }
