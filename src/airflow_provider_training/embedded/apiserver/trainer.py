@@ -12,9 +12,9 @@ from datetime import UTC, datetime
 
 from airflow_provider_training.embedded.apiserver.errors import ApiError, bad_request, invalid
 from airflow_provider_training.embedded.resources import ResourceType
-from airflow_provider_training.embedded.runtimes.trainer_initializer import pvc_problem
 from airflow_provider_training.embedded.store import Store
 from airflow_provider_training.embedded.trainerruntimes import install_default_runtimes, stored_runtime
+from airflow_provider_training.embedded.workloads.trainer_initializer import pvc_problem
 from airflow_provider_training.frameworks.trainer import admission
 from airflow_provider_training.frameworks.trainer import jobset as js
 from airflow_provider_training.specs.trainer import constants as c

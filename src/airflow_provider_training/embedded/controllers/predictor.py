@@ -152,7 +152,7 @@ def build_pod(isvc: Unstructured, predictor: Predictor, port: int) -> Unstructur
         container: dict[str, Any] = {
             "name": PREDICTOR_CONTAINER,
             "image": TORCHSCRIPT_IMAGE,
-            "command": [sys.executable, "-m", "airflow_provider_training.embedded.runtimes.torchscript"],
+            "command": [sys.executable, "-m", "airflow_provider_training.embedded.workloads.torchscript"],
             "args": [
                 f"--model-dir={MODEL_DIR}",
                 f"--model-name={name}",
@@ -202,7 +202,7 @@ def build_pod(isvc: Unstructured, predictor: Predictor, port: int) -> Unstructur
         initializer: dict[str, Any] = {
             "name": STORAGE_INITIALIZER,
             "image": STORAGE_INITIALIZER_IMAGE,
-            "command": [sys.executable, "-m", "airflow_provider_training.embedded.runtimes.storage_initializer"],
+            "command": [sys.executable, "-m", "airflow_provider_training.embedded.workloads.storage_initializer"],
             "args": [predictor.storage_uri, MODEL_DIR],
             "env": [python_path],
             "terminationMessagePolicy": "FallbackToLogsOnError",

@@ -15,7 +15,7 @@ Embedded differences: the rendezvous port 29500 (``PET_MASTER_PORT``, ``JAX_COOR
 so concurrent jobs on one machine never collide; pod DNS names become loopback addresses
 (``controllers/jobset.py``). A build error (e.g. a torchtune command) fails the TrainJob with reason
 ``TrainJobResourcesCreationFailed`` instead of retrying forever. Initializers: Kubeflow's
-initializer images run ``embedded/runtimes/trainer_initializer.py`` (``kit://``, ``pvc://``, local
+initializer images run ``embedded/workloads/trainer_initializer.py`` (``kit://``, ``pvc://``, local
 paths); an ``hf://`` or ``s3://`` storageUri fails the TrainJob at once with reason
 ``InitializerNotSupported`` and a message saying what works instead. MPI: no sshd here, so
 ``mpirun`` on the launcher gets an rsh agent that runs ``orted`` in the node pods through the node's
@@ -39,9 +39,9 @@ from airflow_provider_training.embedded.events import record_event
 from airflow_provider_training.embedded.network import Network, shared_network
 from airflow_provider_training.embedded.resources import BY_KEY
 from airflow_provider_training.embedded.runtime import ControllerContext, For, Owns, WorkQueue
-from airflow_provider_training.embedded.runtimes import trainer_initializer
 from airflow_provider_training.embedded.store import AlreadyExistsError, ConflictError, Store, WatchEvent
 from airflow_provider_training.embedded.trainerruntimes import stored_runtime
+from airflow_provider_training.embedded.workloads import trainer_initializer
 from airflow_provider_training.frameworks.mpi import LOCAL_PROCESS_ENV
 from airflow_provider_training.frameworks.trainer import BuildError, build, new_ssh_key
 from airflow_provider_training.frameworks.trainer.status import finished, reconcile_status, set_condition

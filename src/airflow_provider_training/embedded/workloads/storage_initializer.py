@@ -1,6 +1,6 @@
 """The storage initializer of a predictor Pod: KitOps' KServe storage container, in Python.
 
-``python -m airflow_provider_training.embedded.runtimes.storage_initializer kit://<reference> /mnt/models``
+``python -m airflow_provider_training.embedded.workloads.storage_initializer kit://<reference> /mnt/models``
 
 Same contract as ``ghcr.io/kitops-ml/kitops-kserve``'s ``entrypoint.sh <src-uri> <dest-path>``: strip
 ``kit://``, log in with ``KIT_USER`` / ``KIT_PASSWORD`` when set, then ``kit unpack <ref> -d <dest>
