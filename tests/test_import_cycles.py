@@ -15,7 +15,7 @@ from tests.paths import ROOT
 
 PACKAGE = "airflow_provider_training"
 SRC = ROOT / "src" / PACKAGE
-# embedded/ still holds the node/images.py <-> node/runtime.py cycle (issue 26 item 4b), which the
+# embedded/ still holds the node/images.py <-> node/profiles.py cycle (issue 26 item 4b), which the
 # change that moves the image profiles into one module removes; until then its modules are left
 # out here. Drop this once that change is in: the test then covers the whole tree.
 EXCLUDED = (f"{PACKAGE}.embedded",)

@@ -46,7 +46,7 @@ from airflow_provider_training.embedded.network import LOCALHOST, Network, share
 from airflow_provider_training.embedded.node import isolation, lifecycle, podexec, podspec, podstatus, rundir
 from airflow_provider_training.embedded.node.capacity import Capacity
 from airflow_provider_training.embedded.node.execbroker import ExecBroker
-from airflow_provider_training.embedded.node.runtime import Runtime
+from airflow_provider_training.embedded.node.profiles import Runtime
 from airflow_provider_training.embedded.resources import BY_KEY, EVENTS, PODS
 from airflow_provider_training.embedded.runtime import ControllerContext, For, OwnWrites, Watches, WorkQueue
 from airflow_provider_training.embedded.runtime.controller import Key, key_of

@@ -15,7 +15,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from airflow_provider_training.embedded.node.runtime import Profile
+from airflow_provider_training.embedded.node.profiles import Profile
 
 KIT_IMAGES = ("ghcr.io/kitops-ml/kitops", "ghcr.io/kitops-ml/kit")
 

@@ -26,7 +26,7 @@ from airflow_provider_training.embedded import volumes as claims
 from airflow_provider_training.embedded.node import inclusterconfig, isolation, orted, privileges, rundir, security
 from airflow_provider_training.embedded.node import paths as safe
 from airflow_provider_training.embedded.node.isolation import Sandbox
-from airflow_provider_training.embedded.node.runtime import Runtime
+from airflow_provider_training.embedded.node.profiles import Runtime
 from airflow_provider_training.embedded.paths import Home
 from airflow_provider_training.embedded.store import Store
 from airflow_provider_training.frameworks import expand_command, mpi, plugin_for_operator, pytorch, resolve_env
