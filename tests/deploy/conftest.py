@@ -20,8 +20,8 @@ import pytest
 from airflow_provider_training.kitops import pack as packmod
 from airflow_provider_training.kitops import transfer
 from airflow_provider_training.kitops.api import make_client
+from airflow_provider_training.kitops.localstore import LocalStore
 from airflow_provider_training.kitops.reference import parse
-from airflow_provider_training.kitops.store import LocalStore
 from tests.paths import ROOT
 from tests.waiting import wait_for
 

@@ -24,9 +24,9 @@ from airflow_provider_training.kitops import transfer
 from airflow_provider_training.kitops import unpack as unpackmod
 from airflow_provider_training.kitops.api import make_client
 from airflow_provider_training.kitops.credentials import Credential
+from airflow_provider_training.kitops.localstore import LocalStore, StoreError
 from airflow_provider_training.kitops.reference import DEFAULT_TAG, ReferenceError, parse
 from airflow_provider_training.kitops.registry import RegistryError
-from airflow_provider_training.kitops.store import LocalStore, StoreError
 
 SCHEME = "kit://"
 
