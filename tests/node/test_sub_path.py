@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from airflow_provider_training.embedded import ControlPlane
-from airflow_provider_training.embedded.node import paths
+from airflow_provider_training.embedded.node import safepaths
 from tests.node import sandbox_pods as pods
 from tests.waiting import wait_for
 
@@ -120,21 +120,21 @@ def test_open_beneath_refuses_every_way_out(tmp_path: Path, monkeypatch: pytest.
     (root / "deep" / "up").symlink_to("../../outside")
     (root / "file").write_text("x")
     for escape in ("abs", "rel", "deep/up", "deep/up/new", "../outside", "/etc", "a\x00b", "deep/../../outside"):
-        with pytest.raises(paths.PathEscape):
-            os.close(paths.open_beneath(str(root), escape))
+        with pytest.raises(safepaths.PathEscape):
+            os.close(safepaths.open_beneath(str(root), escape))
     assert list(outside.iterdir()) == []
     # oversized: a name longer than the file system takes is an OSError, not a crash or a cut
     with pytest.raises(OSError):
-        os.close(paths.open_beneath(str(root), "x" * 300))
+        os.close(safepaths.open_beneath(str(root), "x" * 300))
     # what may be: missing directories are made with the volume's mode (setgid kept), a file opens
-    fd = paths.open_beneath(str(root), "new/dir")
+    fd = safepaths.open_beneath(str(root), "new/dir")
     os.close(fd)
     assert stat.S_IMODE((root / "new" / "dir").stat().st_mode) == 0o2777
-    os.close(paths.open_beneath(str(root), "file"))
+    os.close(safepaths.open_beneath(str(root), "file"))
 
     # the race itself: a component resolved as a directory that is a link by the time it is opened
     (root / "swapped").symlink_to(outside)
     real = os.path.realpath
-    monkeypatch.setattr(paths.os.path, "realpath", lambda p: p if p.endswith("swapped") else real(p))
-    with pytest.raises(paths.PathEscape, match="changed while it was opened"):
-        os.close(paths.open_beneath(str(root), "swapped"))
+    monkeypatch.setattr(safepaths.os.path, "realpath", lambda p: p if p.endswith("swapped") else real(p))
+    with pytest.raises(safepaths.PathEscape, match="changed while it was opened"):
+        os.close(safepaths.open_beneath(str(root), "swapped"))

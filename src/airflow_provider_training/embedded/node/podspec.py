@@ -24,7 +24,7 @@ from typing import Any
 
 from airflow_provider_training.embedded import volumes as claims
 from airflow_provider_training.embedded.node import inclusterconfig, isolation, orted, privileges, rundir, security
-from airflow_provider_training.embedded.node import paths as safe
+from airflow_provider_training.embedded.node import safepaths as safe
 from airflow_provider_training.embedded.node.isolation import Sandbox
 from airflow_provider_training.embedded.node.profiles import Runtime
 from airflow_provider_training.embedded.paths import Home
