@@ -27,7 +27,6 @@ from airflow_provider_training.embedded.apiserver import (
     rbacadmission,
     structure,
 )
-from airflow_provider_training.embedded.apiserver.admission import admit_training_job, field_validation_mode
 from airflow_provider_training.embedded.apiserver.context import ServerContext
 from airflow_provider_training.embedded.apiserver.defaulting import canonical_form
 from airflow_provider_training.embedded.apiserver.http import (
@@ -48,6 +47,7 @@ from airflow_provider_training.embedded.apiserver.selectors import (
 )
 from airflow_provider_training.embedded.apiserver.tables import to_table
 from airflow_provider_training.embedded.apiserver.trainer import admit_trainer_object
+from airflow_provider_training.embedded.apiserver.trainingjobs import admit_training_job, field_validation_mode
 from airflow_provider_training.embedded.resources import BY_KEY, CRDS, NAMESPACES, PODS, PVCS, ResourceType
 from airflow_provider_training.embedded.store import (
     AlreadyExistsError,
