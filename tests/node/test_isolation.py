@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_training.embedded.controllers.base import ControllerContext
 from airflow_provider_training.embedded.controllers.batchjobs import BatchJobController
 from airflow_provider_training.embedded.node.agent import NodeAgent
 from airflow_provider_training.embedded.paths import Home
 from airflow_provider_training.embedded.resources import BY_KEY, PODS
+from airflow_provider_training.embedded.runtime import ControllerContext
 from airflow_provider_training.embedded.store import Store
 from airflow_provider_training.embedded.tls import ensure_certificates
 from tests.fixtures import heavy

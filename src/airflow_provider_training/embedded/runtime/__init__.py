@@ -6,7 +6,7 @@
   ownerReference or by label) and what else it watches (``Watches``); ``reconcile(key)`` returns an
   optional requeue delay; :func:`run` drives it (one queue, conflicts requeued at once, errors
   retried with back-off, bursts of events coalesced into one pass).
-- ``manager.py``: the registry of controllers and their supervision inside the daemon.
+- ``manager.py``: the supervision of the controllers the daemon passes in.
 
 It depends on ``store`` / ``paths`` only, so the controllers and the node agent can both build on it
 without importing each other.
@@ -14,16 +14,10 @@ without importing each other.
 
 from airflow_provider_training.embedded.runtime.context import ControllerContext
 from airflow_provider_training.embedded.runtime.controller import For, Owns, OwnWrites, Reconciler, Watches, run
-from airflow_provider_training.embedded.runtime.manager import (
-    CONTROLLERS,
-    Controller,
-    ControllerFactory,
-    run_controllers,
-)
+from airflow_provider_training.embedded.runtime.manager import Controller, ControllerFactory, run_controllers
 from airflow_provider_training.embedded.runtime.queue import WorkQueue
 
 __all__ = [
-    "CONTROLLERS",
     "Controller",
     "ControllerContext",
     "ControllerFactory",
