@@ -1,1 +1,3 @@
-"""Built-in model servers the embedded InferenceService controller runs as predictor processes."""
+"""What the embedded control plane runs inside pods in place of upstream images: the built-in
+TorchScript model server and KServe's storage initializer (InferenceService predictors), and Trainer
+v2's dataset and model initializers (TrainJob initializer pods)."""
