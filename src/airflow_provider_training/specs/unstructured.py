@@ -78,11 +78,6 @@ def meta(obj: Mapping[str, Any]) -> ObjectMeta:
     return cast(ObjectMeta, found) if isinstance(found, dict) else {}
 
 
-def labels(obj: Mapping[str, Any]) -> dict[str, str]:
-    found = meta(obj).get("labels")
-    return found if isinstance(found, dict) else {}
-
-
 def owner_references(obj: Any) -> list[OwnerReference]:
     """The object's ownerReferences that are objects; anything else is ignored."""
     refs = meta(obj).get("ownerReferences") if isinstance(obj, Mapping) else None
