@@ -32,27 +32,12 @@ pytest_plugins = sorted(
     if not path.name.startswith("_")
 )
 
-# The fast tier. A test is marked ``unit`` when it needs nothing heavy: none of the fixtures that
-# bring up the embedded control plane, an OCI registry or the Airflow metadata DB (and what is built
-# on them), and its module imports nothing that starts processes, daemons, Airflow or torch itself.
-# ``pytest -m unit`` runs them; a test can opt out with the ``slow`` or ``integration`` marker.
-HEAVY_FIXTURES = frozenset(
-    {
-        "control_plane",
-        "kube_api",
-        "airflow_db",
-        "dags_folder",
-        "write_dag",
-        "run_dag",
-        "registry",
-        "registry_basic",
-        "registry_token",
-        "registry_tls",
-        "registry_factory",
-        "job_driver",
-        "autopilot",
-    }
-)
+# The fast tier. A test is marked ``unit`` when it needs nothing heavy: no fixture declared ``@heavy``
+# (``tests/fixtures/__init__.py``: the control plane, a registry, the Airflow DB, a deployment, a side
+# venv, a node agent, and every fixture built on one of them), and its module imports nothing that
+# starts processes, daemons, Airflow or torch itself. ``pytest -m unit`` runs them. A test that starts
+# something the import check cannot see (through a helper module) marks itself ``integration``;
+# ``slow`` tests are never in it either.
 # Imports that mean the module starts something heavy on its own.
 HEAVY_IMPORTS = ("subprocess", "multiprocessing", "airflow", "torch", "airflow_provider_training.embedded.daemon")
 HEAVY_NAMES = {"airflow_provider_training.embedded": {"start", "stop", "ensure_running", "ControlPlane"}}
@@ -80,6 +65,7 @@ def _starts_things(path: Path) -> bool:
 
 def pytest_collection_modifyitems(config: object, items: list) -> None:  # type: ignore[type-arg]
     import pytest
+    from tests.fixtures import HEAVY
 
     # Tests that ask the session's Airflow deployment for another executor (KubernetesExecutor) run
     # last: pytest ends one deployment before it starts the other, so run between the LocalExecutor
@@ -88,7 +74,7 @@ def pytest_collection_modifyitems(config: object, items: list) -> None:  # type:
     if other_executor:
         items[:] = [i for i in items if i not in other_executor] + other_executor
     for item in items:
-        if set(getattr(item, "fixturenames", ())) & HEAVY_FIXTURES or _starts_things(Path(str(item.path))):
+        if HEAVY.intersection(getattr(item, "fixturenames", ())) or _starts_things(Path(str(item.path))):
             continue
         if item.get_closest_marker("slow") or item.get_closest_marker("integration"):
             continue

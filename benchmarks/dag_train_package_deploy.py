@@ -62,8 +62,8 @@ def main() -> None:
     from airflow_provider_training.kitops import pack as packmod
     from airflow_provider_training.kitops import transfer
     from airflow_provider_training.kitops.api import make_client
+    from airflow_provider_training.kitops.localstore import LocalStore
     from airflow_provider_training.kitops.reference import parse
-    from airflow_provider_training.kitops.store import LocalStore
 
     registry = RunningRegistry(tmp / "registry")
     registry.start()

@@ -1,5 +1,5 @@
-"""Every object the tests build: training-job documents (raw, driven, minimal, typed), replicas, pods
-and conditions. One place, so a new kind or a changed default is one edit.
+"""Every object the tests build: training-job documents (raw, driven, minimal, typed), replicas, pods,
+conditions and Trainer v2 documents. One place, so a new kind or a changed default is one edit.
 
 Which builder to use:
 
@@ -12,6 +12,8 @@ Which builder to use:
   one rule at a time (webhook and loader tests).
 - ``typed_job(kind, name, replicas)``: a defaulted ``TrainingJob`` for the pure ``frameworks`` tests.
 - ``pytorchjob``, ``pod``, ``condition``: objects the API-server tests write themselves.
+- ``trainjob``, ``runtime``, ``initializer_job``: minimal valid Trainer v2 documents (a TrainJob, a
+  TrainingRuntime or ClusterTrainingRuntime, an initializer's replicatedJob).
 """
 
 from __future__ import annotations
@@ -208,3 +210,57 @@ def condition(kind: str, reason: str, message: str) -> dict[str, Any]:
         "lastUpdateTime": "2026-01-01T00:00:00Z",
         "lastTransitionTime": "2026-01-01T00:00:00Z",
     }
+
+
+# -- Trainer v2 documents, valid and minimal (one rule broken at a time with ``mutate``) ----------------
+
+
+def trainjob(name: str = "tj", runtime_name: str = "torch-distributed", **trainer: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = {"runtimeRef": {"name": runtime_name}}
+    if trainer:
+        spec["trainer"] = trainer
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": name, "namespace": "team"},
+        "spec": spec,
+    }
+
+
+def runtime(
+    name: str = "my-runtime",
+    kind: str = "TrainingRuntime",
+    ml_policy: dict[str, Any] | None = None,
+    jobs: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    node = {
+        "name": "node",
+        "template": {
+            "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+            "spec": {"template": {"spec": {"containers": [{"name": "node", "image": "python:3.11"}]}}},
+        },
+    }
+    metadata: dict[str, Any] = {"name": name, "labels": {"trainer.kubeflow.org/framework": "torch"}}
+    if kind == "TrainingRuntime":
+        metadata["namespace"] = "team"
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": kind,
+        "metadata": metadata,
+        "spec": {
+            "mlPolicy": ml_policy if ml_policy is not None else {"numNodes": 1, "torch": {}},
+            "template": {"spec": {"replicatedJobs": jobs if jobs is not None else [node]}},
+        },
+    }
+
+
+def initializer_job(
+    step: str, *, label: bool = True, container: str | None = None, mount: bool = True
+) -> dict[str, Any]:
+    c: dict[str, Any] = {"name": container or step, "image": f"ghcr.io/kubeflow/trainer/{step}"}
+    if mount:
+        c["volumeMounts"] = [{"name": "initializer", "mountPath": "/workspace"}]
+    template: dict[str, Any] = {"spec": {"template": {"spec": {"containers": [c]}}}}
+    if label:
+        template["metadata"] = {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": step}}
+    return {"name": step, "template": template}

@@ -15,10 +15,6 @@ from tests.paths import ROOT
 
 PACKAGE = "airflow_provider_training"
 SRC = ROOT / "src" / PACKAGE
-# embedded/ still holds the node/images.py <-> node/runtime.py cycle (issue 26 item 4b), which the
-# change that moves the image profiles into one module removes; until then its modules are left
-# out here. Drop this once that change is in: the test then covers the whole tree.
-EXCLUDED = (f"{PACKAGE}.embedded",)
 
 
 def module_name(path: Path) -> str:
@@ -56,8 +52,7 @@ def imports(path: Path, modules: set[str]) -> set[str]:
 def graph() -> dict[str, set[str]]:
     paths = {module_name(p): p for p in SRC.rglob("*.py")}
     modules = set(paths)
-    kept = {m for m in modules if not m.startswith(EXCLUDED)}
-    return {m: {t for t in imports(paths[m], modules) if t in kept} for m in sorted(kept)}
+    return {m: imports(paths[m], modules) for m in sorted(modules)}
 
 
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:

@@ -9,7 +9,6 @@ import asyncio
 import contextlib
 import socket
 import threading
-import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from tests.apimetrics import open_watches, requests, scrape
 from tests.factories import simple_job as job
 from tests.fixtures.control_plane import FAST_SETTINGS
 from tests.fixtures.job_driver import JobDriver
+from tests.waiting import wait_for_async
 
 KIND = "PyTorchJob"
 
@@ -41,17 +41,6 @@ def connector(
             yield AsyncTrainingJobClient(api, watch_timeout=30, poll_interval=max(0.5, backoff), backoff=backoff)
 
     return connect
-
-
-async def eventually(what: str, check: Callable[[], Any], timeout: float = 20.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = await asyncio.to_thread(check)
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what} (last: {value!r})")
-        await asyncio.sleep(0.1)
 
 
 def _sync_api(kubeconfig: Path | str) -> Any:
@@ -84,7 +73,7 @@ def test_subscribers_share_one_watch_and_the_last_one_leaving_closes_it(
             await first.synced()
             assert (await first.get())[1]["metadata"]["name"] == "a"  # the current object, as ADDED
             assert {(await everything.get())[1]["metadata"]["name"] for _ in range(2)} == {"a", "b"}
-            await eventually("one watch", lambda: open_watches(kubeconfig, "pytorchjobs") == baseline + 1)
+            await wait_for_async(lambda: open_watches(kubeconfig, "pytorchjobs") == baseline + 1, 20, "one watch")
 
             await others.aclose()  # two of three leave: the first still hears its job
             await asyncio.to_thread(driver.succeed, KIND, "a", test_namespace)
@@ -95,13 +84,13 @@ def test_subscribers_share_one_watch_and_the_last_one_leaving_closes_it(
             assert open_watches(kubeconfig, "pytorchjobs") == baseline + 1
             assert second.informer is first.informer and len(informers.running()) == 1
         # the last one left: the watch closes after the linger, and the informer is gone
-        await eventually("the watch to close", lambda: open_watches(kubeconfig, "pytorchjobs") == baseline)
+        await wait_for_async(lambda: open_watches(kubeconfig, "pytorchjobs") == baseline, 20, "the watch to close")
         assert informers.running() == {}
         # a new subscriber starts a new watch
         async with informers.subscribe("c", connect, KIND, test_namespace, name="b") as again:
             await again.synced()
             assert again.current() is not None
-            await eventually("a new watch", lambda: open_watches(kubeconfig, "pytorchjobs") == baseline + 1)
+            await wait_for_async(lambda: open_watches(kubeconfig, "pytorchjobs") == baseline + 1, 20, "a new watch")
 
     asyncio.run(asyncio.wait_for(scenario(), 90))
 
@@ -227,11 +216,11 @@ def test_a_410_after_a_lost_connection_relists_and_no_change_is_lost(
         ) as everything:
             waiting = asyncio.create_task(informers.wait("relayed", connect, KIND, "finishes", "default", timeout=60))
             await everything.synced()
-            await eventually("the watch", lambda: open_watches(plane.kubeconfig, "pytorchjobs") == 1)
+            await wait_for_async(lambda: open_watches(plane.kubeconfig, "pytorchjobs") == 1, 20, "the watch")
             assert not waiting.done()
 
             relay.cut()  # the network goes; meanwhile the jobs change and the history moves on
-            await eventually("the watch to drop", lambda: open_watches(plane.kubeconfig, "pytorchjobs") == 0)
+            await wait_for_async(lambda: open_watches(plane.kubeconfig, "pytorchjobs") == 0, 20, "the watch to drop")
             await asyncio.to_thread(driver.succeed, KIND, "finishes", "default")
             await asyncio.to_thread(driver.custom.delete_namespaced_custom_object,
                                     "kubeflow.org", "v1", "default", "pytorchjobs", "deleted")  # fmt: skip
@@ -244,7 +233,9 @@ def test_a_410_after_a_lost_connection_relists_and_no_change_is_lost(
 
             done = await asyncio.wait_for(waiting, 30)
             assert job_state(done).succeeded
-            await eventually("the relist's news", lambda: {("DELETED", "deleted"), ("ADDED", "new")} <= set(seen))
+            await wait_for_async(
+                lambda: {("DELETED", "deleted"), ("ADDED", "new")} <= set(seen), 20, "the relist's news"
+            )
             assert ("DELETED", "stays") not in seen
             assert sorted(everything.objects) == ["finishes", "new", "stays"]
         # the server answered the resumed watch with 410: the relist, not the resume, brought the news
@@ -301,7 +292,7 @@ def test_a_wait_for_a_namesake_the_shared_watch_has_not_seen_yet(
         async with informers.subscribe("slow", connect, KIND, "default") as everything:
             await everything.synced()
             assert everything.objects["retried"]["metadata"]["uid"]
-            await eventually("the watch", lambda: open_watches(plane.kubeconfig, "pytorchjobs") == 1)
+            await wait_for_async(lambda: open_watches(plane.kubeconfig, "pytorchjobs") == 1, 20, "the watch")
             relay.cut()
             await asyncio.to_thread(custom.delete_namespaced_custom_object,
                                     "kubeflow.org", "v1", "default", "pytorchjobs", "retried")  # fmt: skip
@@ -311,7 +302,9 @@ def test_a_wait_for_a_namesake_the_shared_watch_has_not_seen_yet(
             uid = created["metadata"]["uid"]
             assert everything.objects["retried"]["metadata"]["uid"] != uid  # the watch has not caught up
             waiting = asyncio.create_task(informers.wait("slow", connect, KIND, "retried", "default", uid=uid))
-            await eventually("the watch to catch up", lambda: everything.objects["retried"]["metadata"]["uid"] == uid)
+            await wait_for_async(
+                lambda: everything.objects["retried"]["metadata"]["uid"] == uid, 20, "the watch to catch up"
+            )
             await asyncio.sleep(0.5)
             assert not waiting.done()  # the old one's DELETED did not end it
             await asyncio.to_thread(driver.succeed, KIND, "retried", "default")

@@ -3,13 +3,12 @@ through the real Kubernetes client. The job documents are built by ``tests/facto
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from typing import Any
 
 from kubernetes import client
 
 from airflow_provider_training.specs.kinds import kind_info
+from tests.waiting import wait_for
 
 
 class Jobs:
@@ -83,17 +82,6 @@ class Jobs:
 
     def events(self, name: str) -> list[Any]:
         return self.core.list_namespaced_event(self.namespace, field_selector=f"involvedObject.name={name}").items
-
-
-def wait_for(check: Callable[[], Any], timeout: float, what: str, interval: float = 0.02) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
 
 
 def conditions(obj: dict[str, Any]) -> list[tuple[str, str, str, str]]:

@@ -5,7 +5,6 @@ processes, ``kubectl wait --for=condition=complete``, backoffLimit, deadline, TT
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +14,7 @@ import pytest
 import yaml
 
 from airflow_provider_training.embedded import ControlPlane
-from tests.controllers.jobs import wait_for
+from tests.waiting import alive, wait_for
 
 PY = sys.executable
 KUBECTL = Path(sys.executable).with_name("kubectl")
@@ -152,7 +151,7 @@ def test_active_deadline_stops_the_pod_on_time(kubectl: Kubectl) -> None:
         "DeadlineExceeded",
         "Job was active longer than specified deadline",
     )
-    wait_for(lambda: not _alive(pid), 10, "the process to be stopped")
+    wait_for(lambda: not alive(pid), 10, "the process to be stopped")
     assert kubectl.pods("slow") == []
 
 
@@ -161,7 +160,7 @@ def test_ttl_after_finished_deletes_the_job_and_its_pods(kubectl: Kubectl) -> No
     assert kubectl.apply(batch_job("short", code, ttlSecondsAfterFinished=1)).returncode == 0
     pid = wait_for(lambda: _running_pid(kubectl, "short"), 15, "the pod to run")
     assert kubectl("wait", "--for=condition=complete", "job/short", "--timeout=20s", timeout=30).returncode == 0
-    assert not _alive(pid)
+    assert not alive(pid)
     gone = kubectl("wait", "--for=delete", "job/short", "--timeout=10s", timeout=20)
     assert gone.returncode == 0, gone.stderr
     assert kubectl.pods("short") == []
@@ -202,12 +201,3 @@ def _running_pid(kubectl: Kubectl, job: str) -> int | None:
             if "running" in cs.get("state", {}) and cs.get("containerID"):
                 return int(cs["containerID"].split("//")[1])
     return None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().split()[2] != "Z"

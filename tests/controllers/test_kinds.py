@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
-from tests.controllers.jobs import Jobs, conditions, wait_for
+from tests.controllers.jobs import Jobs, conditions
 from tests.factories import job_document as job
 from tests.factories import replica
+from tests.waiting import wait_for
 
 DUMP = "import json, os; print(json.dumps({{k: os.environ.get(k) for k in {keys!r}}}))"
 

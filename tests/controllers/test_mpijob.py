@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.controllers.jobs import Jobs, conditions, wait_for
+from tests.controllers.jobs import Jobs, conditions
+from tests.waiting import wait_for
 
 RANK = (
     "import os; from mpi4py import MPI; c = MPI.COMM_WORLD; "

@@ -4,15 +4,15 @@ run policy — what a user sees through the Kubernetes API while real processes 
 from __future__ import annotations
 
 import json
-import os
 import time
 from typing import Any
 
 import pytest
 
-from tests.controllers.jobs import Jobs, conditions, wait_for
+from tests.controllers.jobs import Jobs, conditions
 from tests.factories import job_document as job
 from tests.factories import replica
+from tests.waiting import alive, wait_for
 
 PRINT_ENV = (
     "import json, os, time; time.sleep({sleep}); "
@@ -222,7 +222,7 @@ def test_active_deadline_is_enforced_on_time(jobs: Jobs) -> None:
     assert failed["status"]["conditions"][-1]["message"] == (
         "Job deadline has failed because it was active longer than specified deadline"
     )
-    wait_for(lambda: not _alive(pid), 10, "the replica process to be stopped")
+    wait_for(lambda: not alive(pid), 10, "the replica process to be stopped")
 
 
 def test_suspend_then_resume(jobs: Jobs) -> None:
@@ -263,7 +263,7 @@ def test_deleting_a_running_job_stops_its_processes_and_keeps_pvc_data(jobs: Job
     )
     pid = int(jobs.pods("victim")[0].status.container_statuses[0].container_id.split("//")[1])
     jobs.delete("PyTorchJob", "victim")
-    wait_for(lambda: not _alive(pid), 10, "the replica process to end")
+    wait_for(lambda: not alive(pid), 10, "the replica process to end")
     wait_for(lambda: not jobs.pods("victim"), 10, "the pods to be garbage-collected")
     claim = control_plane.home / "volumes" / "pvc" / jobs.namespace / "results" / "result.txt"
     assert claim.read_text() == "kept"
@@ -274,15 +274,6 @@ def _safe_logs(jobs: Jobs, pod: str) -> str:
         return jobs.logs(pod)
     except Exception:
         return ""
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().split()[2] != "Z"
 
 
 def test_ttl_after_finished_deletes_the_job_and_its_pods(jobs: Jobs) -> None:
@@ -330,8 +321,8 @@ def test_scaling_workers_down_deletes_the_surplus_indices(jobs: Jobs, tmp_path: 
         10,
         "worker-1 and worker-2 to be deleted",
     )
-    wait_for(lambda: not _alive(pids["shrink-worker-1"]) and not _alive(pids["shrink-worker-2"]), 10, "their processes")
-    assert _alive(pids["shrink-worker-0"]) and _alive(pids["shrink-master-0"])
+    wait_for(lambda: not alive(pids["shrink-worker-1"]) and not alive(pids["shrink-worker-2"]), 10, "their processes")
+    assert alive(pids["shrink-worker-0"]) and alive(pids["shrink-master-0"])
     services = jobs.core.list_namespaced_service(jobs.namespace, label_selector="training.kubeflow.org/job-name=shrink")
     assert sorted(s.metadata.name for s in services.items) == ["shrink-master-0", "shrink-worker-0"]
     messages = [e.message for e in jobs.events("shrink") if e.reason == "SuccessfulDeletePod"]

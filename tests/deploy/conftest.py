@@ -20,9 +20,10 @@ import pytest
 from airflow_provider_training.kitops import pack as packmod
 from airflow_provider_training.kitops import transfer
 from airflow_provider_training.kitops.api import make_client
+from airflow_provider_training.kitops.localstore import LocalStore
 from airflow_provider_training.kitops.reference import parse
-from airflow_provider_training.kitops.store import LocalStore
 from tests.paths import ROOT
+from tests.waiting import wait_for
 
 ISVC = ("serving.kserve.io", "v1beta1", "inferenceservices")
 
@@ -146,17 +147,20 @@ def inference_services(kube_api: Any, isvc_api: Any, test_namespace: str) -> Ite
         delete_and_wait(kube_api, test_namespace, name)
 
 
-def wait_for(
+def wait_for_isvc(
     isvc_api: Any, namespace: str, name: str, predicate: Callable[[dict[str, Any]], bool], timeout: float = 90
 ) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
-        obj: dict[str, Any] = isvc_api.get_namespaced_custom_object(*ISVC[:2], namespace, ISVC[2], name)
-        if predicate(obj):
-            return obj
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out; last status: {json.dumps(obj.get('status'), indent=1)}")
-        time.sleep(0.1)
+    """The InferenceService ``name`` once ``predicate`` holds for it; on a timeout, its last status."""
+    last: dict[str, Any] = {}
+
+    def check() -> dict[str, Any] | None:
+        last["obj"] = obj = isvc_api.get_namespaced_custom_object(*ISVC[:2], namespace, ISVC[2], name)
+        return obj if predicate(obj) else None
+
+    def said() -> str:
+        return f"{name}; last status: {json.dumps(last['obj'].get('status'), indent=1)}"
+
+    return wait_for(check, timeout, said, interval=0.1)
 
 
 def ready(obj: dict[str, Any]) -> bool:

@@ -13,7 +13,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.deploy.conftest import ISVC, failed, pods_of, ready, wait_for
+from tests.deploy.conftest import ISVC, failed, pods_of, ready, wait_for_isvc
+from tests.waiting import alive
 
 pytestmark = pytest.mark.slow
 
@@ -57,7 +58,7 @@ def test_modelkit_is_served_over_the_open_inference_protocol(
     v2 = digits_models["v2"]
     created = inference_services(model_spec(v2.uri), {"serving.kserve.io/storage-secret": plain_http_secret})
     name = created["metadata"]["name"]
-    obj = wait_for(isvc_api, test_namespace, name, ready)
+    obj = wait_for_isvc(isvc_api, test_namespace, name, ready)
 
     status = obj["status"]
     url = status["url"]
@@ -92,7 +93,7 @@ def test_updating_the_storage_uri_rolls_out_with_no_failed_request(
     v1, v2 = digits_models["v1"], digits_models["v2"]
     created = inference_services(model_spec(v1.uri), {"serving.kserve.io/storage-secret": plain_http_secret})
     name = created["metadata"]["name"]
-    before = wait_for(isvc_api, test_namespace, name, ready)
+    before = wait_for_isvc(isvc_api, test_namespace, name, ready)
     url = before["status"]["url"]
     rows, _ = digits(4)
     assert same(infer(url, name, rows), v1.logits(rows))
@@ -118,7 +119,7 @@ def test_updating_the_storage_uri_rolls_out_with_no_failed_request(
         isvc_api.patch_namespaced_custom_object(
             *ISVC[:2], test_namespace, ISVC[2], name, {"spec": {"predictor": {"model": {"storageUri": v2.uri}}}}
         )
-        after = wait_for(isvc_api, test_namespace, name, lambda o: ready(o) and o["metadata"]["generation"] == 2)
+        after = wait_for_isvc(isvc_api, test_namespace, name, lambda o: ready(o) and o["metadata"]["generation"] == 2)
         deadline = time.monotonic() + 30
         while len(pods_of(kube_api, test_namespace, name)) > 1:  # the old predictor goes once drained
             assert time.monotonic() < deadline
@@ -145,12 +146,12 @@ def test_a_model_that_cannot_be_pulled_reports_kserve_failure_and_keeps_the_old_
     v1 = digits_models["v1"]
     created = inference_services(model_spec(v1.uri), {"serving.kserve.io/storage-secret": plain_http_secret})
     name = created["metadata"]["name"]
-    url = wait_for(isvc_api, test_namespace, name, ready)["status"]["url"]
+    url = wait_for_isvc(isvc_api, test_namespace, name, ready)["status"]["url"]
     missing = f"kit://{registry.host}/deploy-tests/digits:no-such-tag"
     isvc_api.patch_namespaced_custom_object(
         *ISVC[:2], test_namespace, ISVC[2], name, {"spec": {"predictor": {"model": {"storageUri": missing}}}}
     )
-    obj = wait_for(isvc_api, test_namespace, name, failed)
+    obj = wait_for_isvc(isvc_api, test_namespace, name, failed)
 
     info = obj["status"]["modelStatus"]["lastFailureInfo"]
     assert info["reason"] == "ModelLoadFailed"
@@ -166,7 +167,7 @@ def test_a_format_without_runtime_is_refused_with_kserve_reason(inference_servic
     created = inference_services(
         {"predictor": {"model": {"modelFormat": {"name": "sklearn"}, "storageUri": "kit://r.example/a/b:c"}}}
     )
-    obj = wait_for(isvc_api, test_namespace, created["metadata"]["name"], failed)
+    obj = wait_for_isvc(isvc_api, test_namespace, created["metadata"]["name"], failed)
     assert obj["status"]["modelStatus"]["transitionStatus"] == "InvalidSpec"
     assert obj["status"]["modelStatus"]["lastFailureInfo"]["reason"] == "NoSupportingRuntime"
     assert "sklearn" in condition(obj, "Ready")["message"]
@@ -192,7 +193,7 @@ def test_custom_container_reads_the_unpacked_modelkit_from_mnt_models(
         }
     }
     created = inference_services(spec, {"serving.kserve.io/storage-secret": plain_http_secret})
-    obj = wait_for(isvc_api, test_namespace, created["metadata"]["name"], ready)
+    obj = wait_for_isvc(isvc_api, test_namespace, created["metadata"]["name"], ready)
     served = httpx.get(f"{obj['status']['url']}/metrics.json")
     assert served.status_code == 200
     assert served.json() == __import__("json").loads((v1.directory / "metrics.json").read_text())
@@ -207,7 +208,7 @@ def test_deleting_the_inferenceservice_stops_its_predictor(
         model_spec(digits_models["v1"].uri), {"serving.kserve.io/storage-secret": plain_http_secret}
     )
     name = created["metadata"]["name"]
-    url = wait_for(isvc_api, test_namespace, name, ready)["status"]["url"]
+    url = wait_for_isvc(isvc_api, test_namespace, name, ready)["status"]["url"]
     [pod] = pods_of(kube_api, test_namespace, name)
     pid = int(pod.status.container_statuses[0].container_id.removeprefix("process://"))
     os.kill(pid, 0)  # the predictor process runs
@@ -215,17 +216,8 @@ def test_deleting_the_inferenceservice_stops_its_predictor(
     delete_and_wait(kube_api, test_namespace, name)
 
     deadline = time.monotonic() + 15
-    while _alive(pid):
+    while alive(pid):
         assert time.monotonic() < deadline, "the predictor process outlived its InferenceService"
         time.sleep(0.1)
     with pytest.raises(httpx.ConnectError):
         httpx.get(f"{url}/v2/health/ready", timeout=2)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with open(f"/proc/{pid}/stat") as fh:  # a zombie is gone for our purpose
-        return fh.read().split(") ")[-1][0] != "Z"

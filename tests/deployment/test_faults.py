@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from airflow_provider_training.operators.identity import DAG_ID, RUN_ID, safe_label_value
-from tests.fixtures.airflow_deployment import until
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -58,13 +58,13 @@ def test_a_new_triggerer_takes_over_a_deferred_training_task_after_kill_9(faults
     def trigger_logs() -> list[Path]:
         return [p for p in folder.glob("attempt=1.log.trigger.*.log") if "starting" in p.read_text(errors="replace")]
 
-    until(trigger_logs, "the first triggerer to start the trigger")
+    wait_for(trigger_logs, 180, "the first triggerer to start the trigger", interval=0.5)
     old = d.pids["triggerer"]
     d.kill("triggerer", signal.SIGKILL)
     d.start("triggerer")
     assert d.pids["triggerer"] != old
     # the new triggerer (another triggerer job, another log file) starts the orphaned trigger
-    until(lambda: len(trigger_logs()) >= 2, "a new triggerer to take the trigger over", timeout=120)
+    wait_for(lambda: len(trigger_logs()) >= 2, 120, "a new triggerer to take the trigger over", interval=0.5)
     release.touch()
     run = d.wait_run("fault_triggerer", run_id, timeout=240)
     assert run["state"] == "success", d.failure_details("fault_triggerer", run_id)
@@ -78,19 +78,31 @@ def test_a_retry_after_kill_9_of_the_worker_reattaches_through_the_task_state_st
     release, pids = tmp_path / "release", tmp_path / "pids"
     pids.mkdir()
     run_id = d.trigger("fault_worker", {"release": str(release), "pid_dir": str(pids)})
-    until(lambda: "Submitted PyTorchJob" in d.task_log("fault_worker", run_id, "train", 1), "the job to be submitted")
-    [first] = until(lambda: jobs_of(kube_api, "fault_worker", run_id), "the job to exist")
-    until(
+    wait_for(
+        lambda: "Submitted PyTorchJob" in d.task_log("fault_worker", run_id, "train", 1),
+        180,
+        "the job to be submitted",
+        interval=0.5,
+    )
+    [first] = wait_for(lambda: jobs_of(kube_api, "fault_worker", run_id), 180, "the job to exist", interval=0.5)
+    wait_for(
         lambda: (
             "is Running" in d.task_log("fault_worker", run_id, "train", 1)
             or "is Created" in d.task_log("fault_worker", run_id, "train", 1)
         ),
+        180,
         "the operator to be waiting",
+        interval=0.5,
     )
     os.kill(int((pids / "train.1.pid").read_text()), signal.SIGKILL)
 
-    second = until(lambda: d.task_log("fault_worker", run_id, "train", 2), "the retry to start", timeout=240)
-    until(lambda: "Reattaching to" in d.task_log("fault_worker", run_id, "train", 2), "the retry to reattach")
+    second = wait_for(lambda: d.task_log("fault_worker", run_id, "train", 2), 240, "the retry to start", interval=0.5)
+    wait_for(
+        lambda: "Reattaching to" in d.task_log("fault_worker", run_id, "train", 2),
+        180,
+        "the retry to reattach",
+        interval=0.5,
+    )
     second = d.task_log("fault_worker", run_id, "train", 2)
     assert "found through the task state store" in second, second[-3000:]
     assert "Submitted PyTorchJob" not in second
@@ -120,7 +132,7 @@ def test_clear_of_a_finished_training_task_submits_a_new_job_and_keeps_the_old_o
         [ti] = d.task_instances("fault_clear", run_id)
         return ti["try_number"] == 2 and ti["state"] in ("success", "failed")
 
-    until(cleared_and_done, "the cleared task to run again", timeout=240)
+    wait_for(cleared_and_done, 240, "the cleared task to run again", interval=0.5)
     assert d.task_states("fault_clear", run_id)["train"] == "success", d.failure_details("fault_clear", run_id)
     new = d.xcom("fault_clear", run_id, "train", "job_name")
     assert new == f"{old}-r2"

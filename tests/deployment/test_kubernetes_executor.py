@@ -24,7 +24,7 @@ import httpx
 import pytest
 
 from tests.fixtures._kubernetes_executor import AIRFLOW_IMAGE, AIRFLOW_NAMESPACE, JOBS_NAMESPACE, kubectl
-from tests.fixtures.airflow_deployment import until
+from tests.waiting import wait_for
 
 pytestmark = [
     pytest.mark.slow,
@@ -65,14 +65,15 @@ def test_train_package_deploy_runs_every_task_in_a_worker_pod(run, airflow_deplo
     assert run["state"] == "success", run["details"]
     run_id = run["dag_run_id"]
     # A task is done when its pod reports it through the Execution API; the pod's process then ends.
-    pods = until(
+    pods = wait_for(
         lambda: (
             (p := worker_pods(d, DAG_ID, run_id))
             and all(pod["status"]["phase"] in ("Succeeded", "Failed") for pod in p.values())
             and p
         ),
+        60,
         "the worker pods to end",
-        timeout=60,
+        interval=0.5,
     )
     assert set(pods) == TASKS
     for task_id, pod in pods.items():
@@ -120,7 +121,7 @@ def test_a_restarted_scheduler_adopts_a_running_worker_pod(run, airflow_deployme
     d.unpause(dag_id)
     release = tmp_path / "release"
     run_id = d.trigger(dag_id, {"release": str(release)})
-    until(lambda: "is Running" in d.task_log(dag_id, run_id, "train"), "the job to run", timeout=240)
+    wait_for(lambda: "is Running" in d.task_log(dag_id, run_id, "train"), 240, "the job to run", interval=0.5)
     # While the task runs, the UI reads its log from the pod, through the Kubernetes API
     shown = ui_log(d, dag_id, run_id, "train")
     assert "Found logs through kube API" in shown, shown[-3000:]
@@ -135,7 +136,7 @@ def test_a_restarted_scheduler_adopts_a_running_worker_pod(run, airflow_deployme
         label = str(now["metadata"]["labels"]["airflow-worker"])
         return label if label != first and now["status"]["phase"] == "Running" else None
 
-    second = until(adopted, "the new scheduler to adopt the running worker pod", timeout=180)
+    second = wait_for(adopted, 180, "the new scheduler to adopt the running worker pod", interval=0.5)
     assert f"attempting to adopt pod {pod['metadata']['name']}" in d.log("scheduler")
     release.touch()
     finished = d.wait_run(dag_id, run_id, timeout=240)

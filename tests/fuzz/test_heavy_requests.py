@@ -23,7 +23,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ import pytest
 
 from airflow_provider_training.embedded import ControlPlane, start, stop
 from tests.fixtures.control_plane import FAST_SETTINGS
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
@@ -114,13 +115,6 @@ def _p99(samples: list[float]) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] if ordered else 0.0
 
 
-def until(check: Callable[[], bool], timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.2)
-
-
 def count(http: httpx.Client, path: str) -> int:
     """Objects at ``path``, 500 a page (the test's own lists stay light)."""
     total, token = 0, ""
@@ -147,14 +141,18 @@ def test_a_1000_node_trainjob_created_and_deleted_stops_no_one(plane: ControlPla
     network bookkeeping rewritten per pod; the deletion of a suspended 20,000-node one took minutes."""
     with second_client(plane):
         assert http.post(TRAINJOBS, json=trainjob("big", 1000)).status_code == 201
-        until(lambda: count(http, PODS) == 1000)
+        wait_for(lambda: count(http, PODS) == 1000, 120, "1,000 pods", interval=0.2)
         assert http.delete(f"{TRAINJOBS}/big").status_code == 200
-        until(lambda: count(http, PODS) == 0 and count(http, JOBS) == 0)
+        wait_for(
+            lambda: count(http, PODS) == 0 and count(http, JOBS) == 0, 120, "the jobs and pods to go", interval=0.2
+        )
 
         assert http.post(TRAINJOBS, json=trainjob("suspended", 20_000, suspend=True)).status_code == 201
-        until(lambda: count(http, JOBS) == 1)  # its JobSet's Job, suspended: no pods
+        wait_for(
+            lambda: count(http, JOBS) == 1, 120, "the condition", interval=0.2
+        )  # its JobSet's Job, suspended: no pods
         assert http.delete(f"{TRAINJOBS}/suspended").status_code == 200
-        until(lambda: count(http, JOBS) == 0)
+        wait_for(lambda: count(http, JOBS) == 0, 120, "the jobs to go", interval=0.2)
     assert count(http, PODS) == 0
 
 
@@ -196,7 +194,12 @@ def test_a_1_mb_exec_command_stops_no_one(plane: ControlPlane, http: httpx.Clien
         },
     }
     assert http.post(PODS, json=pod).status_code == 201
-    until(lambda: (http.get(f"{PODS}/sleeper").json().get("status") or {}).get("phase") == "Running", 90)
+    wait_for(
+        lambda: (http.get(f"{PODS}/sleeper").json().get("status") or {}).get("phase") == "Running",
+        90,
+        "the sleeper pod to run",
+        interval=0.2,
+    )
     env = {**os.environ, "KUBECONFIG": str(plane.kubeconfig), "KUBECACHEDIR": str(plane.home / "kube-cache")}
     argv = [str(KUBECTL), "exec", "sleeper", "--", "sh", "-c", "echo $#", "_", *["x" * 100_000] * 10]
     with second_client(plane):
@@ -226,7 +229,7 @@ def test_an_indexed_job_past_kube_apiserver_limit_is_the_jobsets_creation_failur
         events = http.get("/api/v1/namespaces/default/events").json()["items"]
         return [e["message"] for e in events if e["reason"] == "JobCreationFailed"]
 
-    until(lambda: bool(failure()), 30)
+    wait_for(lambda: bool(failure()), 30, "the failure", interval=0.2)
     assert failure()[0] == (
         'job "toowide-w-0" creation failed with error: Job.batch "toowide-w-0" is invalid: spec.parallelism: '
         "Invalid value: 150000: must be less than or equal to 100000 when completion mode is Indexed"

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from airflow_provider_training.kitops.credentials import Credential
+from airflow_provider_training.kitops.localstore import LocalStore
 from airflow_provider_training.kitops.registry import RegistryClient, RegistryOptions
-from airflow_provider_training.kitops.store import LocalStore
 
 
 @pytest.fixture

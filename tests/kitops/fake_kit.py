@@ -19,8 +19,8 @@ def main(argv: list[str]) -> int:
         log.write(json.dumps({"argv": argv, "stdin": stdin}) + "\n")
     from airflow_provider_training.kitops import api, transfer
     from airflow_provider_training.kitops import pack as packmod
+    from airflow_provider_training.kitops.localstore import LocalStore
     from airflow_provider_training.kitops.reference import parse
-    from airflow_provider_training.kitops.store import LocalStore
 
     p = argparse.ArgumentParser(prog="kit")
     p.add_argument("command")

@@ -18,8 +18,8 @@ from airflow_provider_training.embedded import ControlPlane
 from airflow_provider_training.kitops import packagejob, transfer
 from airflow_provider_training.kitops.api import make_client
 from airflow_provider_training.kitops.credentials import Credential
+from airflow_provider_training.kitops.localstore import LocalStore
 from airflow_provider_training.kitops.reference import parse
-from airflow_provider_training.kitops.store import LocalStore
 from airflow_provider_training.kitops.unpack import unpack
 from tests.fixtures.control_plane import kit_image_dir
 from tests.kitops.conftest import make_tree

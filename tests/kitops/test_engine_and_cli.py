@@ -13,8 +13,8 @@ import pytest
 
 from airflow_provider_training.kitops import transfer
 from airflow_provider_training.kitops.engine import KIT_BINARY_SETTING, KitEngine, KitEngineError
+from airflow_provider_training.kitops.localstore import LocalStore
 from airflow_provider_training.kitops.reference import parse
-from airflow_provider_training.kitops.store import LocalStore
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,9 +11,9 @@ import pytest
 
 from airflow_provider_training.kitops import pack as packmod
 from airflow_provider_training.kitops import transfer
+from airflow_provider_training.kitops.localstore import LocalStore, StoreError
 from airflow_provider_training.kitops.reference import parse
 from airflow_provider_training.kitops.registry import DigestMismatchError, NotFoundError, RegistryError
-from airflow_provider_training.kitops.store import LocalStore, StoreError
 from airflow_provider_training.kitops.unpack import unpack
 from tests.kitops.conftest import make_tree
 

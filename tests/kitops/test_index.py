@@ -14,8 +14,8 @@ from airflow_provider_training.cli.main import main as cli
 from airflow_provider_training.kitops import index as ix
 from airflow_provider_training.kitops import mediatypes
 from airflow_provider_training.kitops.indexstore import IndexStore
+from airflow_provider_training.kitops.localstore import LocalStore
 from airflow_provider_training.kitops.reference import parse
-from airflow_provider_training.kitops.store import LocalStore
 from tests.kitops.conftest import make_tree
 from tests.paths import KITOPS_TESTDATA
 

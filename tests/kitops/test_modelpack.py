@@ -14,9 +14,9 @@ from airflow_provider_training.cli.main import main as cli
 from airflow_provider_training.kitops import diff as diffmod
 from airflow_provider_training.kitops import mediatypes, packpush, transfer
 from airflow_provider_training.kitops import pack as packmod
+from airflow_provider_training.kitops.localstore import LocalStore
 from airflow_provider_training.kitops.modelpack import kitfile_for_manifest, read_kitfile
 from airflow_provider_training.kitops.reference import parse
-from airflow_provider_training.kitops.store import LocalStore
 from airflow_provider_training.kitops.unpack import unpack
 from tests.kitops.conftest import make_tree
 from tests.paths import KITOPS_TESTDATA

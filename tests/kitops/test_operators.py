@@ -8,9 +8,9 @@ import pytest
 
 from airflow_provider_training.kitops import transfer
 from airflow_provider_training.kitops.api import make_client
+from airflow_provider_training.kitops.localstore import LocalStore
 from airflow_provider_training.kitops.reference import parse
 from airflow_provider_training.kitops.source import embedded_claim_dir
-from airflow_provider_training.kitops.store import LocalStore
 from airflow_provider_training.kitops.unpack import unpack
 from airflow_provider_training.links.modelkit import registry_url
 from tests.kitops.conftest import make_tree

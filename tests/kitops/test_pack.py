@@ -18,8 +18,8 @@ import yaml
 from airflow_provider_training.kitops import pack as packmod
 from airflow_provider_training.kitops.generate import generate_kitfile
 from airflow_provider_training.kitops.ignore import Ignore
+from airflow_provider_training.kitops.localstore import LocalStore
 from airflow_provider_training.kitops.reference import parse
-from airflow_provider_training.kitops.store import LocalStore
 from airflow_provider_training.kitops.tarlayer import Entry, header_blocks, write_layer
 from airflow_provider_training.kitops.unpack import UnsafePathError, extract_layer, unpack
 from tests.kitops.conftest import make_tree

@@ -10,9 +10,9 @@ import pytest
 
 from airflow_provider_training.kitops import pack as packmod
 from airflow_provider_training.kitops import transfer
+from airflow_provider_training.kitops.localstore import LocalStore
 from airflow_provider_training.kitops.reference import parse
 from airflow_provider_training.kitops.registry import AuthenticationError
-from airflow_provider_training.kitops.store import LocalStore
 from airflow_provider_training.kitops.unpack import unpack
 
 

@@ -11,8 +11,8 @@ import pytest
 
 from airflow_provider_training.cli.main import main as cli
 from airflow_provider_training.kitops import pack as packmod
+from airflow_provider_training.kitops.localstore import LocalStore
 from airflow_provider_training.kitops.reference import parse
-from airflow_provider_training.kitops.store import LocalStore
 from airflow_provider_training.kitops.unpack import TEMP_SUFFIX, UnpackError, unpack
 from tests.kitops.conftest import make_tree
 

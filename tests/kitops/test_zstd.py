@@ -17,8 +17,8 @@ from airflow_provider_training.cli.main import main as cli
 from airflow_provider_training.kitops import mediatypes, transfer
 from airflow_provider_training.kitops import pack as packmod
 from airflow_provider_training.kitops.compression import ZSTD_BLOCK, ExpansionLimit
+from airflow_provider_training.kitops.localstore import Descriptor, LocalStore
 from airflow_provider_training.kitops.reference import parse
-from airflow_provider_training.kitops.store import Descriptor, LocalStore
 from airflow_provider_training.kitops.unpack import TEMP_SUFFIX, UnpackError, unpack
 from tests.kitops.conftest import make_tree
 

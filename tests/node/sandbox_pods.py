@@ -41,17 +41,6 @@ def wait_phase(api: Any, namespace: str, name: str, phases: tuple[str, ...], tim
         time.sleep(0.05)
 
 
-def wait_until(check: Any, timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.05)
-
-
 def logs(api: Any, namespace: str, name: str, container_name: str | None = None) -> str:
     kwargs = {"container": container_name} if container_name else {}
     response = client.CoreV1Api(api).read_namespaced_pod_log(name, namespace, _preload_content=False, **kwargs)

@@ -13,19 +13,21 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from airflow_provider_training.embedded.controllers.base import ControllerContext
 from airflow_provider_training.embedded.controllers.batchjobs import BatchJobController
 from airflow_provider_training.embedded.node.agent import NodeAgent
 from airflow_provider_training.embedded.paths import Home
 from airflow_provider_training.embedded.resources import BY_KEY, PODS
+from airflow_provider_training.embedded.runtime import ControllerContext
 from airflow_provider_training.embedded.store import Store
 from airflow_provider_training.embedded.tls import ensure_certificates
+from tests.fixtures import heavy
+from tests.waiting import wait_for
 
 CONFIGMAPS, SECRETS, EVENTS = BY_KEY["core/configmaps"], BY_KEY["core/secrets"], BY_KEY["core/events"]
 
@@ -79,7 +81,7 @@ class Node:
         return [(e["reason"], e["message"]) for e in items if e["involvedObject"]["name"] == name]
 
 
-@pytest.fixture
+@heavy()  # a node agent starting real pod processes
 def node(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Node]:
     monkeypatch.setenv("AIRFLOW_TRAINING_ZYGOTE", "0")
     monkeypatch.setenv("AIRFLOW_TRAINING_POD_RETRY", "0.2")
@@ -87,15 +89,6 @@ def node(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Node]:
     n = Node(tmp_path / "home")
     yield n
     n.stop()
-
-
-def wait_for(check: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def pod(name: str, **spec: Any) -> dict[str, Any]:

@@ -14,10 +14,11 @@ import pytest
 from kubernetes import client, config
 
 from airflow_provider_training.embedded import ControlPlane, start, stop
-from tests.controllers.jobs import Jobs, wait_for
+from tests.controllers.jobs import Jobs
 from tests.factories import job_document as job
 from tests.factories import replica
 from tests.fixtures.control_plane import FAST_SETTINGS
+from tests.waiting import wait_for
 
 LAPTOP = {
     **FAST_SETTINGS,

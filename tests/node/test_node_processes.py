@@ -14,7 +14,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ import pytest
 from airflow_provider_training.embedded import ControlPlane, start, stop
 from airflow_provider_training.embedded.node.lifecycle import ENTRY
 from tests.fixtures.control_plane import FAST_SETTINGS
+from tests.waiting import alive, wait_for
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc")
 
@@ -33,13 +34,6 @@ def _ppid(pid: int) -> int | None:
         return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
     except (OSError, IndexError, ValueError):
         return None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
 
 
 def _children(parent: int) -> list[int]:
@@ -66,15 +60,6 @@ def _supervisors(home: Path) -> set[int]:
         with contextlib.suppress(OSError, ValueError):
             pids.add(int(record.read_text()))
     return pids
-
-
-def _wait_for(check: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
 
 
 def _kill(pids: set[int] | list[int]) -> None:
@@ -121,11 +106,11 @@ def test_kill_9_of_the_daemon_ends_its_zygote_and_spares_but_not_its_pods(home: 
     plane = start(home, env=FAST_SETTINGS)
     pods = Pods(plane)
     pods.create("sleeper", "import time; time.sleep(300)")
-    _wait_for(lambda: pods.running("sleeper"), 30, "the sleeper to run")
+    wait_for(lambda: pods.running("sleeper"), 30, "the sleeper to run")
     sleeper = pods.container_pid("sleeper")
     for cycle in range(3):  # kill, restart, kill again: no zygote or spare piles up across restarts
         daemon = plane.pid
-        _wait_for(lambda d=daemon: len(_zygote_family(d)) >= 1 + 4, 30, "the zygote and its 4 spares")
+        wait_for(lambda d=daemon: len(_zygote_family(d)) >= 1 + 4, 30, "the zygote and its 4 spares")
         # hostile: pods on their way through the zygote at the moment of the kill
         for i in range(5):
             pods.create(f"burst-{cycle}-{i}", "print('ok')")
@@ -135,17 +120,17 @@ def test_kill_9_of_the_daemon_ends_its_zygote_and_spares_but_not_its_pods(home: 
 
         def left(family: list[int] = family) -> list[int]:
             # a spare handed a pod just before the kill is that pod's supervisor now: it may stay
-            return [pid for pid in family if _alive(pid) and pid not in _supervisors(home)]
+            return [pid for pid in family if alive(pid) and pid not in _supervisors(home)]
 
         try:
-            _wait_for(lambda: not left(), 10, "the zygote and its spares to end with their daemon")
+            wait_for(lambda: not left(), 10, "the zygote and its spares to end with their daemon")
         finally:
             _kill(left())
-        assert _alive(sleeper), "a running pod's container went down with the daemon"
+        assert alive(sleeper), "a running pod's container went down with the daemon"
         plane = start(home, env=FAST_SETTINGS)
         pods = Pods(plane)
         assert pods.running("sleeper") and pods.container_pid("sleeper") == sleeper  # adopted
-    _wait_for(lambda: len(_zygote_family(plane.pid)) >= 1 + 4, 30, "the new daemon's zygote and spares")
+    wait_for(lambda: len(_zygote_family(plane.pid)) >= 1 + 4, 30, "the new daemon's zygote and spares")
     assert len([pid for pid in _children(plane.pid) if b"zygote" in _cmdline(pid)]) == 1
     pods.http.close()
 
@@ -174,12 +159,12 @@ def test_a_zygote_ends_with_its_daemon_even_when_its_pipe_leaked_into_a_survivor
     zygote, holder = (int(word) for word in daemon.stdout.readline().split())
     family: list[int] = []
     try:
-        _wait_for(lambda: len(_children(zygote)) >= 2, 30, "the zygote's 2 spares")
+        wait_for(lambda: len(_children(zygote)) >= 2, 30, "the zygote's 2 spares")
         family = [zygote, *_children(zygote)]
         daemon.kill()
         daemon.wait()
-        _wait_for(lambda: not any(_alive(pid) for pid in family), 10, "the zygote and its spares to end")
-        assert _alive(holder)  # (the pipe's write end was still open all along)
+        wait_for(lambda: not any(alive(pid) for pid in family), 10, "the zygote and its spares to end")
+        assert alive(holder)  # (the pipe's write end was still open all along)
     finally:
         daemon.kill()
         daemon.wait()
@@ -192,7 +177,11 @@ def test_supervisors_of_a_deleted_data_directory_stop_their_pods(home: Path) -> 
     pods = Pods(plane)
     pods.create("sleeper", "import time; time.sleep(300)")
     pods.create("crasher", "import sys; sys.exit(1)", restart="Always")  # CrashLoopBackOff for ever
-    _wait_for(lambda: pods.running("sleeper") and pods.restarts("crasher") >= 2, 30, "a sleeper and a crash loop")
+    wait_for(
+        lambda: pods.running("sleeper") and pods.restarts("crasher") >= 2,
+        30,
+        "a sleeper and a crash loop",
+    )
     container = pods.container_pid("sleeper")
     supervisors = _supervisors(home)
     assert len(supervisors) == 2
@@ -200,11 +189,11 @@ def test_supervisors_of_a_deleted_data_directory_stop_their_pods(home: Path) -> 
     try:
         os.kill(plane.pid, signal.SIGKILL)
         time.sleep(0.5)
-        assert all(_alive(pid) for pid in [*supervisors, container])  # still adoptable: they stay
+        assert all(alive(pid) for pid in [*supervisors, container])  # still adoptable: they stay
         shutil.rmtree(home)
         home.mkdir()  # hostile: another data directory at the same path is not theirs
-        _wait_for(
-            lambda: not any(_alive(pid) for pid in [*supervisors, container]),
+        wait_for(
+            lambda: not any(alive(pid) for pid in [*supervisors, container]),
             30,
             "the supervisors of the deleted data directory to stop their pods and end",
         )

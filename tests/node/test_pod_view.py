@@ -15,9 +15,10 @@ from kubernetes import client
 from airflow_provider_training.embedded import ControlPlane
 from airflow_provider_training.embedded.node import podspec
 from airflow_provider_training.embedded.node.agent import NodeAgent, Tracked
-from tests.controllers.jobs import Jobs, wait_for
+from tests.controllers.jobs import Jobs
 from tests.factories import job_document as job
 from tests.factories import replica
+from tests.waiting import wait_for
 
 PROBE = (
     "import json, os; print(json.dumps({'ns': os.readlink('/proc/self/ns/mnt'), "

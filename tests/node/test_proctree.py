@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from airflow_provider_training.embedded.node import proctree
+from tests.waiting import alive
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
 
@@ -19,11 +20,6 @@ ESCAPES_GROUP = (
     f"{sys.executable} -c 'import os, time; os.setpgid(0, 0); print(os.getpid(), flush=True); time.sleep(100)' &"
     f" {sys.executable} -c 'import time; time.sleep(100)' & wait"
 )
-
-
-def _alive(pid: int) -> bool:
-    found = proctree.stat(pid)
-    return found is not None and found.state != "Z"
 
 
 def test_the_whole_session_goes_also_what_left_the_group() -> None:
@@ -42,9 +38,9 @@ def test_the_whole_session_goes_also_what_left_the_group() -> None:
         assert proctree.kill_tree(leader.pid, leader_stat.starttime) >= 3
         leader.wait(10)
         deadline = time.monotonic() + 10
-        while any(_alive(pid) for pid in tree) and time.monotonic() < deadline:
+        while any(alive(pid) for pid in tree) and time.monotonic() < deadline:
             time.sleep(0.01)
-        assert not any(_alive(pid) for pid in tree)
+        assert not any(alive(pid) for pid in tree)
     finally:
         leader.kill()
         leader.wait()

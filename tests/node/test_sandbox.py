@@ -18,7 +18,8 @@ from airflow_provider_training.embedded.node.privileges import CAPABILITIES, DEF
 from airflow_provider_training.embedded.resources import PODS
 from tests.conformance.conftest import KUBECTL
 from tests.node import sandbox_pods as pods
-from tests.node.test_isolation import Node, phase, pod, wait_for
+from tests.node.test_isolation import Node, phase, pod
+from tests.waiting import wait_for
 
 # Everything a root process in a pod might try, each attempt reported as ("read", what) or
 # ("refused", error). argv: the data directory's real path, a scratch directory of the pod's own.

@@ -19,8 +19,9 @@ from airflow_provider_training.embedded import ControlPlane
 from airflow_provider_training.embedded.resources import PODS
 from tests.conformance.conftest import KUBECTL
 from tests.node import sandbox_pods as pods
-from tests.node.test_isolation import Node, pod, wait_for, waiting
+from tests.node.test_isolation import Node, pod, waiting
 from tests.node.test_isolation import node as node  # the fixture, for the tests below
+from tests.waiting import wait_for
 
 # An interpreter any user may run: the one running the tests may sit under /root (0700), which
 # is the host's, and a container running as another user cannot execute it (nor could it an
@@ -130,13 +131,13 @@ def test_run_as_non_root_refuses_a_container_that_would_run_as_root(
         state = statuses[0].state.waiting if statuses else None
         return state.message if state is not None and state.reason == "CreateContainerConfigError" else ""
 
-    no_user = pods.wait_until(lambda: message("no-user"), 20, "no-user's refusal")
+    no_user = wait_for(lambda: message("no-user"), 20, "no-user's refusal")
     uid = pods.read(kube_api, test_namespace, "no-user").metadata.uid
     assert no_user == (
         f"container has runAsNonRoot and image will run as root (pod: 'no-user_{test_namespace}({uid})', "
         "container: main)"
     )
-    root_user = pods.wait_until(lambda: message("root-user"), 20, "root-user's refusal")
+    root_user = wait_for(lambda: message("root-user"), 20, "root-user's refusal")
     assert root_user.startswith("container's runAsUser breaks non-root policy (pod: ")
     assert ("Warning", "Failed", f"Error: {no_user}") in pods.events(kube_api, test_namespace, "no-user")
     pods.wait_phase(kube_api, test_namespace, "fine", ("Succeeded",))

@@ -9,9 +9,10 @@ from typing import Any
 
 from kubernetes import client
 
-from tests.controllers.jobs import Jobs, wait_for
+from tests.controllers.jobs import Jobs
 from tests.factories import job_document as job
 from tests.factories import replica
+from tests.waiting import wait_for
 
 
 def _history(api: client.ApiClient, namespace: str, since: str, pod: str) -> list[tuple[str, dict[str, Any]]]:

@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 from airflow_provider_training.embedded import ControlPlane
-from airflow_provider_training.embedded.node import paths
+from airflow_provider_training.embedded.node import safepaths
 from tests.node import sandbox_pods as pods
+from tests.waiting import wait_for
 
 WRITE = "open('/out/pwned', 'w').write('from the pod'); print('wrote')"
 
@@ -59,7 +60,7 @@ def test_a_sub_path_an_init_container_turned_into_a_link_out_fails_the_container
         f"os.symlink(open({str(gate)!r}).read(), '/vol/sub'); print('swapped')"
     )
     _swapping_pod(kube_api, test_namespace, name, swap)
-    volume = pods.wait_until(
+    volume = wait_for(
         lambda: (
             _volume(control_plane, kube_api, test_namespace, name)
             if _volume(control_plane, kube_api, test_namespace, name).is_dir()
@@ -78,7 +79,7 @@ def test_a_sub_path_an_init_container_turned_into_a_link_out_fails_the_container
             return state
         return pod.status.phase in ("Succeeded", "Failed")  # (the container ran: the test fails below)
 
-    state = pods.wait_until(outcome, 30, "the main container's CreateContainerConfigError")
+    state = wait_for(outcome, 30, "the main container's CreateContainerConfigError")
     assert list(target.iterdir()) == []  # nothing reached the host directory
     assert state is not True, pods.logs(kube_api, test_namespace, name, "main")
     assert state.message.startswith('failed to prepare subPath for volumeMount "data" of container "main"')
@@ -119,21 +120,21 @@ def test_open_beneath_refuses_every_way_out(tmp_path: Path, monkeypatch: pytest.
     (root / "deep" / "up").symlink_to("../../outside")
     (root / "file").write_text("x")
     for escape in ("abs", "rel", "deep/up", "deep/up/new", "../outside", "/etc", "a\x00b", "deep/../../outside"):
-        with pytest.raises(paths.PathEscape):
-            os.close(paths.open_beneath(str(root), escape))
+        with pytest.raises(safepaths.PathEscape):
+            os.close(safepaths.open_beneath(str(root), escape))
     assert list(outside.iterdir()) == []
     # oversized: a name longer than the file system takes is an OSError, not a crash or a cut
     with pytest.raises(OSError):
-        os.close(paths.open_beneath(str(root), "x" * 300))
+        os.close(safepaths.open_beneath(str(root), "x" * 300))
     # what may be: missing directories are made with the volume's mode (setgid kept), a file opens
-    fd = paths.open_beneath(str(root), "new/dir")
+    fd = safepaths.open_beneath(str(root), "new/dir")
     os.close(fd)
     assert stat.S_IMODE((root / "new" / "dir").stat().st_mode) == 0o2777
-    os.close(paths.open_beneath(str(root), "file"))
+    os.close(safepaths.open_beneath(str(root), "file"))
 
     # the race itself: a component resolved as a directory that is a link by the time it is opened
     (root / "swapped").symlink_to(outside)
     real = os.path.realpath
-    monkeypatch.setattr(paths.os.path, "realpath", lambda p: p if p.endswith("swapped") else real(p))
-    with pytest.raises(paths.PathEscape, match="changed while it was opened"):
-        os.close(paths.open_beneath(str(root), "swapped"))
+    monkeypatch.setattr(safepaths.os.path, "realpath", lambda p: p if p.endswith("swapped") else real(p))
+    with pytest.raises(safepaths.PathEscape, match="changed while it was opened"):
+        os.close(safepaths.open_beneath(str(root), "swapped"))

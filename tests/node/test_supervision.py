@@ -16,10 +16,11 @@ import pytest
 from kubernetes import client, config
 
 from airflow_provider_training.embedded import ControlPlane, start, stop
-from tests.controllers.jobs import Jobs, conditions, wait_for
+from tests.controllers.jobs import Jobs, conditions
 from tests.factories import job_document as job
 from tests.factories import replica
 from tests.fixtures.control_plane import FAST_SETTINGS
+from tests.waiting import alive, wait_for
 
 
 def _api(plane: ControlPlane) -> client.ApiClient:
@@ -60,9 +61,9 @@ def test_replicas_survive_kill_9_of_the_daemon_and_the_job_finishes(private_plan
     api.close()
     os.kill(private_plane.pid, signal.SIGKILL)
     time.sleep(0.3)
-    assert all(_alive(pid) for pid in pids)  # the replicas did not go down with the daemon
+    assert all(alive(pid) for pid in pids)  # the replicas did not go down with the daemon
     gate.touch()  # they finish while no daemon runs
-    wait_for(lambda: not any(_alive(pid) for pid in pids), 10, "replicas to finish")
+    wait_for(lambda: not any(alive(pid) for pid in pids), 10, "replicas to finish")
     plane = start(home, env=FAST_SETTINGS)
     api = _api(plane)
     jobs = Jobs(api, "default")
@@ -90,12 +91,12 @@ def test_stop_keeps_replicas_running_unless_asked_to_stop_them_too(
     pid = int(pod.status.container_statuses[0].container_id.split("//")[1])
     api.close()
     stop(home)  # a plain stop leaves replicas to a restarted daemon
-    assert _alive(pid)
+    assert alive(pid)
     # ... and says so, never silently (a benchmark once left thousands behind)
     assert f"1 pod(s) of {home} keep running under their supervisors" in caplog.text
     assert "embedded stop --all" in caplog.text
     stop(home, replicas=True)  # `airflow-training embedded stop --all`
-    wait_for(lambda: not _alive(pid), 10, "the replica to stop")
+    wait_for(lambda: not alive(pid), 10, "the replica to stop")
 
 
 def test_env_sources_expansion_volumes_and_working_dir(kube_api: Any, test_namespace: str, tmp_path: Path) -> None:
@@ -205,12 +206,3 @@ def test_gpu_request_that_cannot_be_had_stays_pending(kube_api: Any, test_namesp
     pod = jobs.pod("gpu-master-0")
     assert pod.status.phase == "Pending" and pod.status.conditions[0].reason == "Unschedulable"
     assert jobs.get("PyTorchJob", "gpu")["status"]["conditions"][-1]["type"] == "Created"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split()[2] != "Z"
-    except (ProcessLookupError, FileNotFoundError):
-        return False

@@ -15,9 +15,10 @@ from typing import Any
 from kubernetes import client
 
 from airflow_provider_training.embedded import ControlPlane
-from tests.controllers.jobs import Jobs, wait_for
+from tests.controllers.jobs import Jobs
 from tests.factories import job_document as job
 from tests.factories import replica
+from tests.waiting import wait_for
 
 
 def copies(marker: str) -> list[int]:

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -19,18 +17,10 @@ from airflow_provider_training.triggers import TrainingJobTrigger
 from tests.apimetrics import open_watches, requests
 from tests.factories import simple_job as job
 from tests.operators.helpers import run_trigger, user_kill_message
+from tests.waiting import wait_for_async
 
 N = 30
 IDLE_SECONDS = 5.0
-
-
-async def eventually(what: str, check: Callable[[], Any], timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (value := await asyncio.to_thread(check)):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what} (last: {value!r})")
-        await asyncio.sleep(0.2)
-    return value
 
 
 def test_deferred_training_tasks_in_one_triggerer_share_one_watch(
@@ -59,7 +49,7 @@ def test_deferred_training_tasks_in_one_triggerer_share_one_watch(
 
     async def triggerer() -> dict[str, dict[str, Any]]:
         tasks = {name: asyncio.create_task(run_trigger(TrainingJobTrigger(**stored[name]))) for name in names}
-        await eventually("the shared watch", lambda: open_watches(kubeconfig, "pytorchjobs") > baseline)
+        await wait_for_async(lambda: open_watches(kubeconfig, "pytorchjobs") > baseline, 30, "the shared watch")
         await asyncio.sleep(1.0)  # every trigger has subscribed by now
         assert not any(task.done() for task in tasks.values())
         assert open_watches(kubeconfig, "pytorchjobs") - baseline <= 4  # 1: one per namespace and kind
@@ -98,7 +88,7 @@ def test_deferred_training_tasks_in_one_triggerer_share_one_watch(
         await asyncio.to_thread(job_driver.succeed, "PyTorchJob", names[1], test_namespace)
         events[names[1]] = await asyncio.wait_for(run_trigger(TrainingJobTrigger(**stored[names[1]])), 60)
         # nobody waits any more: the watch closes
-        await eventually("the watch to close", lambda: open_watches(kubeconfig, "pytorchjobs") == baseline)
+        await wait_for_async(lambda: open_watches(kubeconfig, "pytorchjobs") == baseline, 30, "the watch to close")
         return events
 
     events = asyncio.run(asyncio.wait_for(triggerer(), 180))

@@ -12,11 +12,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from tests.operators.helpers import dag_file, job_literal
+from tests.waiting import wait_for
 
 LOGICAL_DATE = "2026-01-01T00:00:00+00:00"
 
@@ -49,14 +49,6 @@ def _dags_test(dag: Any, control_plane: Any, out: Path) -> subprocess.Popen[byte
         )
 
 
-def _wait_for(predicate: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
-
-
 def _jobs(job_driver: Any, namespace: str) -> list[str]:
     items = job_driver.custom.list_namespaced_custom_object("kubeflow.org", "v1", namespace, "pytorchjobs")["items"]
     return [j["metadata"]["name"] for j in items]
@@ -78,7 +70,12 @@ PyTorchJobOperator(task_id="train", job={job_literal(script=script)}, namespace=
     )
     first = _dags_test(dag, embedded_default, tmp_path / "first.log")
     try:
-        _wait_for(lambda: "is Running" in (tmp_path / "first.log").read_text(errors="replace"), 90, "the job to run")
+        wait_for(
+            lambda: "is Running" in (tmp_path / "first.log").read_text(errors="replace"),
+            90,
+            "the job to run",
+            interval=0.1,
+        )
     finally:
         os.killpg(first.pid, signal.SIGKILL)  # the worker dies: no on_kill, no cleanup
         first.wait(10)
@@ -86,10 +83,11 @@ PyTorchJobOperator(task_id="train", job={job_literal(script=script)}, namespace=
 
     second = _dags_test(dag, embedded_default, tmp_path / "second.log")
     try:
-        _wait_for(
+        wait_for(
             lambda: "Reattaching to PyTorchJob" in (tmp_path / "second.log").read_text(errors="replace"),
             90,
             "the retry to reattach",
+            interval=0.1,
         )
         go.touch()
         assert second.wait(60) == 0, (tmp_path / "second.log").read_text(errors="replace")[-3000:]
@@ -117,9 +115,14 @@ PyTorchJobOperator(task_id="train", job={job_literal(script="import time; time.s
     )
     proc = _dags_test(dag, embedded_default, tmp_path / "killed.log")
     try:
-        _wait_for(lambda: "is Running" in (tmp_path / "killed.log").read_text(errors="replace"), 90, "the job to run")
+        wait_for(
+            lambda: "is Running" in (tmp_path / "killed.log").read_text(errors="replace"),
+            90,
+            "the job to run",
+            interval=0.1,
+        )
         os.kill(proc.pid, signal.SIGTERM)  # what the supervisor sends a task it kills; Airflow calls on_kill
-        _wait_for(lambda: _jobs(job_driver, test_namespace) == [], 30, "the job to be deleted")
+        wait_for(lambda: _jobs(job_driver, test_namespace) == [], 30, "the job to be deleted", interval=0.1)
         proc.wait(60)
     finally:
         if proc.poll() is None:

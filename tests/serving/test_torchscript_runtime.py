@@ -40,7 +40,7 @@ def trained_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def predictor(trained_model: Path) -> Iterator[str]:
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "airflow_provider_training.embedded.runtimes.torchscript",
+        [sys.executable, "-m", "airflow_provider_training.embedded.workloads.torchscript",
          "--model-dir", str(trained_model), "--model-name", "digits", "--port", str(port)],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},

@@ -12,7 +12,7 @@ from airflow_provider_training.frameworks.trainer import build
 from airflow_provider_training.specs import quantity
 from airflow_provider_training.specs.trainer import default_runtimes, documents
 from airflow_provider_training.specs.trainer.models import TrainJob
-from tests.trainer.factories import trainjob
+from tests.factories import trainjob
 
 # (written, what kube-apiserver returns). The admission canonicaliser's own cases are
 # tests/conformance/test_quantity.py's (run against this module); these are its docstring's

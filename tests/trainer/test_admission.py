@@ -7,7 +7,7 @@ from typing import Any
 from airflow_provider_training.frameworks.trainer.admission import admit
 from airflow_provider_training.specs.trainer import default_runtimes
 from airflow_provider_training.specs.trainer.models import TrainingRuntime, TrainJob
-from tests.trainer.factories import mutate, runtime, trainjob
+from tests.factories import mutate, runtime, trainjob
 
 SDK_BODY: dict[str, Any] = {
     "apiVersion": "trainer.kubeflow.org/v1alpha1",

@@ -13,7 +13,7 @@ from airflow_provider_training.specs.trainer.crds import JOBSET, openapi_schema
 from airflow_provider_training.specs.trainer.jobset_webhook import jobset_defaults
 from airflow_provider_training.specs.trainer.models import TrainJob
 from airflow_provider_training.specs.trainer.schema import with_defaults
-from tests.trainer.factories import mutate, trainjob
+from tests.factories import mutate, trainjob
 
 
 def _jobset(runtime: str = "torch-distributed", **trainer: Any) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import pytest
 from airflow_provider_training.frameworks.trainer import BuildError, Built, build, new_ssh_key
 from airflow_provider_training.specs.trainer import default_runtimes, documents
 from airflow_provider_training.specs.trainer.models import TrainingRuntime, TrainJob
-from tests.trainer.factories import initializer_job, mutate, runtime, trainjob
+from tests.factories import initializer_job, mutate, runtime, trainjob
 
 RANK = {"fieldRef": {"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}
 

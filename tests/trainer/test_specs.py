@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from airflow_provider_training.specs.trainer import documents
-from tests.trainer.factories import DELETE, mutate, runtime, trainjob
+from tests.factories import DELETE, mutate, runtime, trainjob
 
 
 def _errors(doc: dict[str, Any], old: dict[str, Any] | None = None) -> list[str]:

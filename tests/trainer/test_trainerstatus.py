@@ -13,7 +13,7 @@ from airflow_provider_training.frameworks.trainer import trainerstatus as ts
 from airflow_provider_training.frameworks.trainer.snapshot import SnapshotError, read_snapshot, runtime_snapshot
 from airflow_provider_training.specs.trainer import default_runtimes, documents
 from airflow_provider_training.specs.trainer.models import TrainingRuntime, TrainJob
-from tests.trainer.factories import initializer_job, runtime, trainjob
+from tests.factories import initializer_job, runtime, trainjob
 
 SERVER = ts.StatusServer("https://127.0.0.1:6443", "-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n")
 AUDIENCE = "trainer.kubeflow.org/v1alpha1/namespaces/team/trainjobs/tj/status"

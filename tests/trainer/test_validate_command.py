@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from tests.trainer.factories import mutate, runtime, trainjob
+from tests.factories import mutate, runtime, trainjob
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:

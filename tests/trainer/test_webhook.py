@@ -10,7 +10,7 @@ import pytest
 from airflow_provider_training.specs.trainer import documents, jobset_webhook, webhook
 from airflow_provider_training.specs.trainer.models import TrainingRuntime, TrainJob
 from airflow_provider_training.validation import validate
-from tests.trainer.factories import initializer_job, mutate, runtime, trainjob
+from tests.factories import initializer_job, mutate, runtime, trainjob
 
 
 def _report(*docs: dict[str, Any]) -> Any:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from kubernetes import client
+
+from tests.waiting import wait_for
 
 PY = sys.executable
 KUBECTL = Path(sys.executable).with_name("kubectl")
@@ -115,7 +115,7 @@ class TrainJobs:
             return c is not None
 
         try:
-            wait_for(check, timeout, f"TrainJob {name} {type_}")
+            wait_for(check, timeout, f"TrainJob {name} {type_}", interval=0.1)
         except AssertionError as exc:
             raise AssertionError(f"{exc}\n{self.describe(name)}") from None
         return found[-1]
@@ -138,12 +138,3 @@ class TrainJobs:
             text=True,
             timeout=timeout,
         )
-
-
-def wait_for(check: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")

@@ -167,7 +167,7 @@ def test_pvc_initializer_outside_the_namespace_is_refused_by_admission(tj: Train
 def test_pvc_initializer_copies_only_inside_the_claim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The initializer itself (a runtime may set STORAGE_URI without spec.initializer): ``..`` and
     a symlink out of the claim copy nothing."""
-    from airflow_provider_training.embedded.runtimes import trainer_initializer as ti
+    from airflow_provider_training.embedded.workloads import trainer_initializer as ti
 
     namespace = tmp_path / "pvc" / "team-a"
     (namespace / "claim" / "data").mkdir(parents=True)

@@ -11,7 +11,8 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from airflow_provider_training.embedded import ControlPlane
-from tests.trainjob.helpers import PRINT_ENV, PY, TrainJobs, runtime, trainjob, wait_for
+from tests.trainjob.helpers import PRINT_ENV, PY, TrainJobs, runtime, trainjob
+from tests.waiting import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 TRAIN = REPO / "dags" / "code" / "train.py"
@@ -141,7 +142,7 @@ def test_suspend_resume_and_deletion_cleans_up(tj: TrainJobs) -> None:
     tj.create(body)
     suspended = tj.wait_condition("paused", "Suspended", timeout=60)
     assert (suspended["reason"], suspended["message"]) == ("Suspended", "TrainJob is suspended")
-    wait_for(lambda: bool(tj.batch.list_namespaced_job(tj.namespace).items), 30, "the suspended Job")
+    wait_for(lambda: bool(tj.batch.list_namespaced_job(tj.namespace).items), 30, "the suspended Job", interval=0.1)
     assert tj.batch.list_namespaced_job(tj.namespace).items[0].spec.suspend is True
     assert tj.pods("paused") == []
     tj.patch("paused", {"spec": {"suspend": False}})
@@ -156,6 +157,7 @@ def test_suspend_resume_and_deletion_cleans_up(tj: TrainJobs) -> None:
         lambda: not tj.pods("paused") and not tj.batch.list_namespaced_job(tj.namespace).items,
         30,
         "JobSet, Jobs and Pods to be garbage-collected",
+        interval=0.1,
     )
     assert "paused" not in tj.kubectl("get", "jobsets").stdout
 
@@ -183,4 +185,4 @@ def test_active_deadline_fails_the_trainjob_and_deletes_its_jobset(tj: TrainJobs
     tj.create(body)
     failed = tj.wait_condition("slow", "Failed", timeout=60)
     assert (failed["reason"], failed["message"]) == ("DeadlineExceeded", "TrainJob exceeded its active deadline")
-    wait_for(lambda: not tj.pods("slow"), 30, "the deadline's JobSet deletion to remove the pods")
+    wait_for(lambda: not tj.pods("slow"), 30, "the deadline's JobSet deletion to remove the pods", interval=0.1)

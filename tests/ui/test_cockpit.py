@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 import urllib.request
 import uuid
 from pathlib import Path
@@ -20,10 +19,12 @@ from playwright.sync_api import expect
 
 from tests.ui.browser import browser, ti_url
 from tests.ui.conftest import DAG_ID
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 DOCS_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
 RED = "rgb(220, 38, 38)"
+TASK_START = 300.0  # generous: on a loaded 2-core machine a task may take a minute to start
 
 
 def job_api(cockpit: Any, run_id: str, task_id: str = "train", suffix: str = "", user: str | None = "admin"):
@@ -38,17 +39,6 @@ def job_api(cockpit: Any, run_id: str, task_id: str = "train", suffix: str = "",
         return response.status_code, response.json()
     except ValueError:
         return response.status_code, response.text
-
-
-def wait_for(what: str, check: Any, timeout: float = 300.0) -> Any:
-    """Generous: on a loaded 2-core machine a task may take a minute to start."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.5)
-    raise TimeoutError(f"timed out waiting for {what}")
 
 
 def cluster_connections(cockpit: Any, api_port: int) -> int:
@@ -81,7 +71,9 @@ def test_api_needs_an_airflow_user_with_access_to_the_dag(cockpit, tmp_path, con
     go = tmp_path / "go"
     run = cockpit.trigger(DAG_ID, {"go_file": str(go), "reference": ""})
     try:
-        status, body = wait_for("the job", lambda: (r := job_api(cockpit, run))[0] == 200 and r)
+        status, body = wait_for(
+            lambda: (r := job_api(cockpit, run))[0] == 200 and r, TASK_START, "the job", interval=0.5
+        )
         assert body["job"]["kind"] == "PyTorchJob"
         assert job_api(cockpit, run, user=None)[0] == 401
         assert job_api(cockpit, run, user="outsider")[0] == 403
@@ -132,7 +124,7 @@ def test_training_job_tab_live_then_modelkit_tab(cockpit, registry, model_dir, a
             and body
         )
 
-    job = wait_for("both replicas running", running)["job"]["name"]
+    job = wait_for(running, TASK_START, "both replicas running", interval=0.5)["job"]["name"]
     master, worker = f"{job}-master-0", f"{job}-worker-0"
     baseline = cluster_connections(cockpit, api_port)
     marker = f"hello-{uuid.uuid4().hex[:8]}"
@@ -150,7 +142,10 @@ def test_training_job_tab_live_then_modelkit_tab(cockpit, registry, model_dir, a
         )
         # the tab holds watches (job, pods, events) and a log follow, not polls
         open_now = wait_for(
-            "the page's watches", lambda: (n := cluster_connections(cockpit, api_port)) > baseline and n
+            lambda: (n := cluster_connections(cockpit, api_port)) > baseline and n,
+            TASK_START,
+            "the page's watches",
+            interval=0.5,
         )
         go.write_text(marker)  # worker 0 prints after the page opened, then both replicas finish
         page.wait_for_function(
@@ -171,7 +166,7 @@ def test_training_job_tab_live_then_modelkit_tab(cockpit, registry, model_dir, a
             page.screenshot(path=str(DOCS_IMG / "cockpit-training-job.png"), full_page=False)
         page.close()
     # the browser is gone: every watch and follow the tab opened is closed
-    wait_for("the watches to close", lambda: cluster_connections(cockpit, api_port) <= baseline, timeout=30)
+    wait_for(lambda: cluster_connections(cockpit, api_port) <= baseline, 30, "the watches to close", interval=0.5)
     assert open_now > baseline
 
     cockpit.wait_task(DAG_ID, run, "package", {"success", "failed"}, timeout=180)
@@ -184,7 +179,7 @@ def test_training_job_tab_live_then_modelkit_tab(cockpit, registry, model_dir, a
         response = cockpit.api("GET", f"/api/v2/dags/{DAG_ID}/dagRuns/{run}/taskInstances/package/links")
         return response.status_code == 200 and response.json()["extra_links"].get("ModelKit")
 
-    links = {"extra_links": {"ModelKit": wait_for("the ModelKit link", link, timeout=60)}}
+    links = {"extra_links": {"ModelKit": wait_for(link, 60, "the ModelKit link", interval=0.5)}}
     assert links["extra_links"]["ModelKit"].endswith("/tasks/package/plugin/modelkit")
     with browser(cockpit, user="viewer") as context:
         page = context.new_page()

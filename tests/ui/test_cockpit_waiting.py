@@ -17,7 +17,8 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.ui.browser import browser, ti_url
-from tests.ui.test_cockpit import DOCS_IMG, RED, wait_for
+from tests.ui.test_cockpit import DOCS_IMG, RED
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 GATED, TRAINJOB = "cockpit_gated", "cockpit_trainjob"
@@ -141,7 +142,7 @@ def test_the_extra_link_opens_the_tab_marked_active_and_a_remount_keeps_the_repl
         response = deployment.api("GET", f"/api/v2/dags/{GATED}/dagRuns/{gated.run_id}/taskInstances/train/links")
         return response.status_code == 200 and response.json()["extra_links"].get("Training job")
 
-    url = wait_for("the Training job link", link, timeout=60)
+    url = wait_for(link, 60, "the Training job link", interval=0.5)
     with browser(deployment) as context:
         page = context.new_page()
         page.goto(url)

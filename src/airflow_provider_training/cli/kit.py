@@ -21,10 +21,10 @@ from airflow_provider_training.kitops import index as ix
 from airflow_provider_training.kitops import pack as packmod
 from airflow_provider_training.kitops.indexstore import IndexStore
 from airflow_provider_training.kitops.jsontext import go_indent
+from airflow_provider_training.kitops.localstore import LocalStore, NotInStoreError, StoreError
 from airflow_provider_training.kitops.mediatypes import LAYER_FORMATS
 from airflow_provider_training.kitops.reference import DEFAULT_TAG, ReferenceError, parse
 from airflow_provider_training.kitops.registry import RegistryError
-from airflow_provider_training.kitops.store import LocalStore, NotInStoreError, StoreError
 from airflow_provider_training.kitops.tarlayer import COMPRESSIONS
 from airflow_provider_training.kitops.unpack import FILTERS, UnpackError, UnsafePathError, unpack
 from airflow_provider_training.specs.gojson import go_marshal

@@ -30,6 +30,7 @@ from typing import Any
 
 from airflow_provider_training.embedded.serviceaccount import MOUNT_PATH, ROOT_CA_CONFIGMAP
 from airflow_provider_training.specs.quantity import canonical_map
+from airflow_provider_training.specs.unstructured import Unstructured
 
 Problems = list[tuple[str, Any]]
 DEFAULT_SERVICE_ACCOUNT = "default"
@@ -62,7 +63,7 @@ def image_pull_policy(image: str) -> str:
     return "Always" if tag in ("", "latest") else "IfNotPresent"
 
 
-def _resources(owner: dict[str, Any], path: str, problems: Problems | None, default_requests: bool) -> None:
+def _resources(owner: Unstructured, path: str, problems: Problems | None, default_requests: bool) -> None:
     res = owner.get("resources")
     if res is None:
         owner["resources"] = {}
@@ -239,8 +240,8 @@ def qos_class(spec: dict[str, Any]) -> str:
 
 
 def pod(
-    obj: dict[str, Any], problems: Problems | None = None, *, new: bool = True, automount: bool = True
-) -> dict[str, Any]:
+    obj: Unstructured, problems: Problems | None = None, *, new: bool = True, automount: bool = True
+) -> Unstructured:
     """A Pod as the server stores it. ``new``: also the admission defaults of a create (tolerations)
     and the initial status ``{"phase": "Pending", "qosClass": …}`` when the pod has none."""
     spec = obj.setdefault("spec", {})
@@ -261,13 +262,13 @@ def pod(
     return obj
 
 
-def _template(obj: dict[str, Any], path: str, problems: Problems | None) -> None:
+def _template(obj: Unstructured, path: str, problems: Problems | None) -> None:
     template = obj.get("spec", {}).get("template") if isinstance(obj.get("spec"), dict) else None
     if isinstance(template, dict):
         pod_spec(template.setdefault("spec", {}), f"{path}.template.spec", problems)
 
 
-def service(obj: dict[str, Any]) -> dict[str, Any]:
+def service(obj: Unstructured) -> Unstructured:
     spec = obj.setdefault("spec", {})
     if not isinstance(spec, dict):
         return obj
@@ -288,7 +289,7 @@ def service(obj: dict[str, Any]) -> dict[str, Any]:
     return obj
 
 
-def claim(obj: dict[str, Any], problems: Problems | None = None) -> dict[str, Any]:
+def claim(obj: Unstructured, problems: Problems | None = None) -> Unstructured:
     spec = obj.get("spec")
     if isinstance(spec, dict):
         spec.setdefault("volumeMode", "Filesystem")
@@ -301,7 +302,7 @@ def claim(obj: dict[str, Any], problems: Problems | None = None) -> dict[str, An
     return obj
 
 
-def namespace(obj: dict[str, Any]) -> dict[str, Any]:
+def namespace(obj: Unstructured) -> Unstructured:
     meta = obj.setdefault("metadata", {})
     if meta.get("name"):
         meta.setdefault("labels", {})["kubernetes.io/metadata.name"] = meta["name"]
@@ -312,7 +313,7 @@ def namespace(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def canonicalize(
-    resource: str, obj: dict[str, Any], problems: Problems | None = None, *, new: bool = True, automount: bool = True
+    resource: str, obj: Unstructured, problems: Problems | None = None, *, new: bool = True, automount: bool = True
 ) -> Any:
     """``obj`` (of store resource ``resource``, e.g. ``core/pods``) in the server's stored form."""
     if not isinstance(obj, dict):

@@ -16,6 +16,7 @@ from typing import Any
 from airflow_provider_training.embedded.resources import EVENTS
 from airflow_provider_training.embedded.store import Store, now_timestamp
 from airflow_provider_training.specs.refs import ObjectRef
+from airflow_provider_training.specs.unstructured import Unstructured
 
 SPAM_BURST = 25  # client-go's defaultSpamBurst
 SPAM_REFILL_SECONDS = 300.0  # one token per 5 minutes (defaultSpamQPS = 1/300)
@@ -24,7 +25,7 @@ _buckets: collections.OrderedDict[tuple[str, ...], tuple[float, float]] = collec
 _buckets_lock = threading.Lock()
 
 
-def allowed(involved: dict[str, Any], component: str) -> bool:
+def allowed(involved: Unstructured, component: str) -> bool:
     """Whether ``component`` may record another event about ``involved`` now (a token of its bucket)."""
     meta = involved.get("metadata") or {}
     key = (
@@ -46,15 +47,15 @@ def allowed(involved: dict[str, Any], component: str) -> bool:
 
 
 def record_event(
-    store: Store, involved: dict[str, Any], event_type: str, reason: str, message: str, component: str
-) -> dict[str, Any] | None:
+    store: Store, involved: Unstructured, event_type: str, reason: str, message: str, component: str
+) -> Unstructured | None:
     """Record one event (None when the spam filter drops it)."""
     if not allowed(involved, component):
         return None
     return store.create(EVENTS.key, new_event(involved, event_type, reason, message, component))
 
 
-def record_events(store: Store, events: list[tuple[dict[str, Any], str, str, str, str]]) -> None:
+def record_events(store: Store, events: list[tuple[Unstructured, str, str, str, str]]) -> None:
     """Several events ``(involved, type, reason, message, component)`` in one store transaction, in
     order (one resourceVersion each): a controller's pass or a pod group's start records a burst,
     and one commit costs the event loop a fraction of one per event."""
@@ -63,12 +64,12 @@ def record_events(store: Store, events: list[tuple[dict[str, Any], str, str, str
         store.create_many(EVENTS.key, kept)
 
 
-def filtered(events: list[tuple[dict[str, Any], str, str, str, str]]) -> list[dict[str, Any]]:
+def filtered(events: list[tuple[dict[str, Any], str, str, str, str]]) -> list[Unstructured]:
     """The Event objects of ``events`` the spam filter lets through (to store with other changes)."""
     return [new_event(*event) for event in events if allowed(event[0], event[4])]
 
 
-def new_event(involved: dict[str, Any], event_type: str, reason: str, message: str, component: str) -> dict[str, Any]:
+def new_event(involved: Unstructured, event_type: str, reason: str, message: str, component: str) -> Unstructured:
     """The Event object (not stored): for writing it in a transaction with other changes."""
     meta = involved.get("metadata", {})
     ref = ObjectRef.of(involved)

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_training.embedded.store import AlreadyExistsError, Store
+from airflow_provider_training.specs.unstructured import Unstructured
 
 MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
 ROOT_CA_CONFIGMAP = "kube-root-ca.crt"
@@ -75,11 +76,11 @@ def _read_or_make_key(home_root: Path) -> bytes:
         return path.read_bytes()
 
 
-def account_of(pod: dict[str, Any]) -> str:
+def account_of(pod: Unstructured) -> str:
     return (pod.get("spec") or {}).get("serviceAccountName") or DEFAULT_ACCOUNT
 
 
-def mint(home_root: Path, pod: dict[str, Any], account_uid: str = "") -> str:
+def mint(home_root: Path, pod: Unstructured, account_uid: str = "") -> str:
     """The token of ``pod`` (bound to it), naming its service account (and that account's uid)."""
     meta = pod["metadata"]
     return _sign(
@@ -202,11 +203,11 @@ def verify(home_root: Path, token: str, now: float | None = None, audience: str 
 # -- the default service account --------------------------------------------------------------------
 
 
-def default_account(namespace: str) -> dict[str, Any]:
+def default_account(namespace: str) -> Unstructured:
     return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": DEFAULT_ACCOUNT, "namespace": namespace}}
 
 
-def ensure_default(store: Store, namespace: str) -> dict[str, Any] | None:
+def ensure_default(store: Store, namespace: str) -> Unstructured | None:
     """Create ``namespace``'s ``default`` account unless it has one (the serviceaccounts controller
     of kube-controller-manager does this for every namespace); returns the account it created."""
     if store.get(ACCOUNTS_KEY, namespace, DEFAULT_ACCOUNT) is not None:
@@ -217,7 +218,7 @@ def ensure_default(store: Store, namespace: str) -> dict[str, Any] | None:
         return None
 
 
-def automounts(store: Store, pod: dict[str, Any]) -> bool:
+def automounts(store: Store, pod: Unstructured) -> bool:
     """``shouldAutomount``: whether a new pod gets its account's token mounted — the pod's own
     ``automountServiceAccountToken`` if set, else its account's, else yes."""
     spec = pod.get("spec") or {}

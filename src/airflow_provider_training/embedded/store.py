@@ -14,7 +14,7 @@ import contextlib
 import sqlite3
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -22,6 +22,8 @@ from typing import Any
 
 from airflow_provider_training.embedded import jsoncodec
 from airflow_provider_training.embedded.checkpointer import WAL_SIZE_LIMIT, Checkpointer
+from airflow_provider_training.specs.refs import ObjectRef
+from airflow_provider_training.specs.unstructured import ObjectMeta, Unstructured, controlled_by, owner_references
 
 SCHEMA_VERSION = 1
 
@@ -117,14 +119,14 @@ class WatchEvent:
     namespace: str
     name: str
     rv: int
-    object: dict[str, Any]
+    object: Unstructured
     # The object before the write (live events only), so a watch can tell when a selector stops matching.
-    old: dict[str, Any] | None = None
+    old: Unstructured | None = None
 
 
 @dataclass(frozen=True)
 class ListResult:
-    items: list[dict[str, Any]]
+    items: list[Unstructured]
     resource_version: int
     # (namespace, name) of the last item returned when more remain, for ``continue``.
     next_key: tuple[str, str] | None
@@ -156,7 +158,7 @@ _copy = jsoncodec.copy
 _OPTIMISTIC_TRIES = 3
 
 
-def _stamp_new(meta: dict[str, Any], rv: int, uid: str | None = None) -> None:
+def _stamp_new(meta: ObjectMeta, rv: int, uid: str | None = None) -> None:
     """What the API server sets on an object it creates (``uid``: one the caller generated)."""
     meta["uid"] = uid or str(uuid.uuid4())
     meta["creationTimestamp"] = now_timestamp()
@@ -308,7 +310,7 @@ class Store:
         return unsubscribe
 
     # -- reads ----------------------------------------------------------------------------------
-    def get(self, resource: str, namespace: str, name: str) -> dict[str, Any] | None:
+    def get(self, resource: str, namespace: str, name: str) -> Unstructured | None:
         raw = self.get_raw(resource, namespace, name)
         return _loads(raw) if raw is not None else None
 
@@ -343,7 +345,7 @@ class Store:
         return int(row[0]) if row else None
 
     def _read_current(
-        self, resource: str, namespace: str, name: str, attempt: int, expected: dict[str, Any] | None = None
+        self, resource: str, namespace: str, name: str, attempt: int, expected: Unstructured | None = None
     ) -> tuple[dict[str, Any], int] | None:
         """The stored object and its resourceVersion for a write: ``expected`` (the caller's copy)
         while it is current, else decoded outside the lock on the first tries (the caller re-checks
@@ -369,14 +371,14 @@ class Store:
         *,
         label_equals: Iterable[tuple[str, str]] = (),
         label_filter: Callable[[dict[str, str]], bool] | None = None,
-        object_filter: Callable[[dict[str, Any]], bool] | None = None,
+        object_filter: Callable[[Unstructured], bool] | None = None,
         after: tuple[str, str] | None = None,
         limit: int | None = None,
     ) -> ListResult:
         """List in (namespace, name) order. Equality terms narrow through the label index and the
         label filter runs on the small labels column, so bodies are decoded only for candidates."""
         rows, rv = self._select(resource, namespace, label_equals, label_filter, object_filter, after, limit)
-        items: builtins.list[dict[str, Any]] = []
+        items: builtins.list[Unstructured] = []
         next_key: tuple[str, str] | None = None
         for _ns, _name, labels, body in rows:
             if label_filter is not None and not label_filter(_loads(labels)):
@@ -466,6 +468,17 @@ class Store:
             conn.execute("COMMIT")
         return rows, rv
 
+    def list_controlled(
+        self, resource: str, owner: Mapping[str, Any] | ObjectRef, *, label_equals: Iterable[tuple[str, str]] = ()
+    ) -> builtins.list[Unstructured]:
+        """The objects of ``resource`` in ``owner``'s namespace that ``owner`` controls (their
+        controlling ownerReference names its uid), narrowed first by ``label_equals`` as a
+        controller's selector narrows them. A child with the labels but another controller, or
+        malformed references, is not one of them."""
+        ref = owner if isinstance(owner, ObjectRef) else ObjectRef.of(owner)
+        items = self.list(resource, ref.namespace, label_equals=label_equals).items
+        return [obj for obj in items if controlled_by(obj, ref.uid)]
+
     def dependents(self, owner_uid: str) -> builtins.list[tuple[str, str, str]]:
         """(resource, namespace, name) of every object whose ownerReferences name ``owner_uid``."""
         with self._reading() as conn:
@@ -493,12 +506,12 @@ class Store:
     def create(
         self,
         resource: str,
-        obj: dict[str, Any],
+        obj: Unstructured,
         *,
         uid: str | None = None,
         copy: bool = True,
-        owner: tuple[str, dict[str, Any]] | None = None,
-    ) -> dict[str, Any]:
+        owner: tuple[str, Unstructured] | None = None,
+    ) -> Unstructured:
         """Store a new object; returns a copy with the server-set metadata (``obj`` is left alone).
         ``uid``: one the caller generated (a batch/v1 Job's selector names its own uid). ``copy``:
         False when the caller hands ``obj`` over (never touches it again): no copy of a large object.
@@ -520,7 +533,7 @@ class Store:
             self._commit(rv, [("ADDED", resource, obj, None)], encoded)
         return obj
 
-    def create_many(self, resource: str, objs: builtins.list[dict[str, Any]]) -> builtins.list[dict[str, Any]]:
+    def create_many(self, resource: str, objs: builtins.list[Unstructured]) -> builtins.list[Unstructured]:
         """Store new objects in one transaction (one resourceVersion each, in order, as ``create``
         one by one would give them): for records such as Events that a controller writes in bursts.
         ``AlreadyExistsError`` for any name stores none of them."""
@@ -528,15 +541,15 @@ class Store:
         return [obj for obj in created if obj is not None]
 
     def create_missing(
-        self, items: builtins.list[tuple[str, dict[str, Any]]], *, owner: tuple[str, dict[str, Any]] | None = None
-    ) -> builtins.list[dict[str, Any] | None]:
+        self, items: builtins.list[tuple[str, Unstructured]], *, owner: tuple[str, Unstructured] | None = None
+    ) -> builtins.list[Unstructured | None]:
         """Store the (resource, object) pairs whose names are free, in one transaction and in order
         (one resourceVersion each, as ``create`` one by one would give them); None for a name that
         exists, as ``create`` would refuse it: a controller's pass writes what it lacks at once.
         ``owner``: as for :meth:`create`."""
         return self._create_all(items, skip_existing=True, owner=owner)
 
-    def _check_owner(self, owner: tuple[str, dict[str, Any]] | None) -> None:
+    def _check_owner(self, owner: tuple[str, Unstructured] | None) -> None:
         """(called with the lock held)"""
         if owner is None:
             return
@@ -549,17 +562,17 @@ class Store:
 
     def _create_all(
         self,
-        items: builtins.list[tuple[str, dict[str, Any]]],
+        items: builtins.list[tuple[str, Unstructured]],
         *,
         skip_existing: bool,
-        owner: tuple[str, dict[str, Any]] | None = None,
-    ) -> builtins.list[dict[str, Any] | None]:
-        out: builtins.list[dict[str, Any] | None] = []
+        owner: tuple[str, Unstructured] | None = None,
+    ) -> builtins.list[Unstructured | None]:
+        out: builtins.list[Unstructured | None] = []
         copies = [(resource, _copy(given)) for resource, given in items]  # (outside the lock)
         with self._lock:
             self._check_owner(owner)
             rv = self._rv
-            changes: builtins.list[tuple[str, str, dict[str, Any], dict[str, Any] | None]] = []
+            changes: builtins.list[tuple[str, str, Unstructured, Unstructured | None]] = []
             names = set()
             for resource, obj in copies:
                 meta = obj.setdefault("metadata", {})
@@ -581,13 +594,13 @@ class Store:
     def update(
         self,
         resource: str,
-        obj: dict[str, Any],
+        obj: Unstructured,
         *,
         check_rv: bool = True,
-        also_create: Sequence[tuple[str, dict[str, Any]]] = (),
+        also_create: Sequence[tuple[str, Unstructured]] = (),
         copy: bool = True,
-        expected: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
+        expected: Unstructured | None = None,
+    ) -> Unstructured:
         """Replace an object. A ``metadata.resourceVersion`` in ``obj`` must match the stored one
         (``ConflictError``); an object being deleted whose last finalizer goes is removed.
         ``also_create``: new (resource, object) pairs stored in the same transaction, after it (a
@@ -623,10 +636,10 @@ class Store:
         resource: str,
         namespace: str,
         name: str,
-        change: Callable[[dict[str, Any]], dict[str, Any] | None],
+        change: Callable[[dict[str, Any]], Unstructured | None],
         *,
-        also_create: Sequence[tuple[str, dict[str, Any]]] = (),
-    ) -> dict[str, Any] | None:
+        also_create: Sequence[tuple[str, Unstructured]] = (),
+    ) -> Unstructured | None:
         """Read, change and write one object as one step, no other write between (a status that a
         controller or the node owns, written over whatever else changed meanwhile: the API server's
         requests run on threads). ``change(current)`` returns the object to store, or None to write
@@ -648,16 +661,16 @@ class Store:
         self,
         resource: str,
         items: Sequence[
-            tuple[str, str, Callable[[dict[str, Any]], dict[str, Any] | None], Sequence[tuple[str, dict[str, Any]]]]
+            tuple[str, str, Callable[[dict[str, Any]], Unstructured | None], Sequence[tuple[str, Unstructured]]]
         ],
-    ) -> builtins.list[dict[str, Any] | None]:
+    ) -> builtins.list[Unstructured | None]:
         """:meth:`update_with` for each (namespace, name, change, also_create), all in one transaction
         (the node agent's statuses for a large group of pods: one commit, not one per pod). An object
         that is gone, or whose ``change`` returns None, is left out (None in its place)."""
         with self._lock:
             rv = self._rv + 1
-            changes: builtins.list[tuple[str, str, dict[str, Any], dict[str, Any] | None]] = []
-            out: builtins.list[dict[str, Any] | None] = []
+            changes: builtins.list[tuple[str, str, dict[str, Any], Unstructured | None]] = []
+            out: builtins.list[Unstructured | None] = []
             for namespace, name, change, also_create in items:
                 row = self._row(resource, namespace, name)
                 new = change(_loads(row[0])) if row is not None else None
@@ -676,9 +689,9 @@ class Store:
     def _write_update(
         self,
         resource: str,
-        obj: dict[str, Any],
-        old: dict[str, Any],
-        extras: builtins.list[tuple[str, dict[str, Any]]],
+        obj: Unstructured,
+        old: Unstructured,
+        extras: builtins.list[tuple[str, Unstructured]],
         encoded: _Encoded | None = None,
     ) -> None:
         """(called with the lock held, ``obj``'s metadata carried over from ``old``, the stored object)"""
@@ -688,16 +701,16 @@ class Store:
     def _update_changes(
         self,
         resource: str,
-        obj: dict[str, Any],
-        old: dict[str, Any],
-        extras: builtins.list[tuple[str, dict[str, Any]]],
+        obj: Unstructured,
+        old: Unstructured,
+        extras: builtins.list[tuple[str, Unstructured]],
         rv: int,
-    ) -> builtins.list[tuple[str, str, dict[str, Any], dict[str, Any] | None]]:
+    ) -> builtins.list[tuple[str, str, dict[str, Any], Unstructured | None]]:
         """An update's changes for ``_commit``, the first at resourceVersion ``rv`` (lock held)."""
         meta = obj["metadata"]
         meta["resourceVersion"] = str(rv)
         deleted = meta.get("deletionTimestamp") and not meta.get("finalizers")
-        changes: builtins.list[tuple[str, str, dict[str, Any], dict[str, Any] | None]] = [
+        changes: builtins.list[tuple[str, str, dict[str, Any], Unstructured | None]] = [
             ("DELETED" if deleted else "MODIFIED", resource, obj, old)
         ]
         for extra_resource, extra in extras:
@@ -715,8 +728,8 @@ class Store:
         name: str,
         *,
         uid: str | None = None,
-        expected: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
+        expected: Unstructured | None = None,
+    ) -> Unstructured:
         """Remove an object, or mark it (``deletionTimestamp``) while finalizers remain. ``expected``:
         as for :meth:`update`."""
         for attempt in range(_OPTIMISTIC_TRIES + 1):
@@ -726,7 +739,7 @@ class Store:
                     raise NotFoundError(name)
                 old, old_rv = current
                 # (only its metadata changes: the rest is shared with ``old``, both decoded for this call)
-                obj: dict[str, Any] = {**old, "metadata": dict(old["metadata"])}
+                obj: Unstructured = {**old, "metadata": dict(old["metadata"])}
                 meta = obj["metadata"]
                 marked = bool(meta.get("finalizers"))
                 if marked and meta.get("deletionTimestamp"):
@@ -745,7 +758,7 @@ class Store:
                     return obj
         raise AssertionError("unreachable: the last try holds the lock")
 
-    def mark_deleting(self, resource: str, namespace: str, name: str, uid: str, finalizer: str) -> dict[str, Any]:
+    def mark_deleting(self, resource: str, namespace: str, name: str, uid: str, finalizer: str) -> Unstructured:
         """Set ``deletionTimestamp`` and add ``finalizer`` (kube-apiserver's foreground deletion: the
         object stays, being deleted, while its dependents go; controllers leave it alone)."""
         with self._lock:
@@ -768,12 +781,12 @@ class Store:
         Events past their time to live; an object with finalizers is marked, as ``delete`` does."""
         with self._lock:
             rv = self._rv + 1
-            changes: builtins.list[tuple[str, str, dict[str, Any], dict[str, Any] | None]] = []
+            changes: builtins.list[tuple[str, str, Unstructured, Unstructured | None]] = []
             for namespace, name in keys:
                 old = self.get(resource, namespace, name)
                 if old is None or (old["metadata"].get("finalizers") and old["metadata"].get("deletionTimestamp")):
                     continue
-                obj: dict[str, Any] = _copy(old)
+                obj: Unstructured = _copy(old)
                 meta = obj["metadata"]
                 meta["resourceVersion"] = str(rv + len(changes))
                 marked = bool(meta.get("finalizers"))
@@ -795,7 +808,7 @@ class Store:
     def _commit(
         self,
         rv: int,
-        changes: builtins.list[tuple[str, str, dict[str, Any], dict[str, Any] | None]],
+        changes: builtins.list[tuple[str, str, dict[str, Any], Unstructured | None]],
         encoded: _Encoded | None = None,
     ) -> None:
         """Write ``changes`` in one transaction; the i-th gets resourceVersion ``rv + i``.
@@ -827,7 +840,7 @@ class Store:
                             "INSERT OR IGNORE INTO labels VALUES (?, ?, ?, ?, ?)",
                             [(resource, k, str(v), ns, name) for k, v in labels.items()],
                         )
-                    owners = [ref["uid"] for ref in meta.get("ownerReferences") or [] if "uid" in ref]
+                    owners = [ref["uid"] for ref in owner_references(obj) if "uid" in ref]
                     if owners:
                         conn.executemany(
                             "INSERT OR IGNORE INTO owners VALUES (?, ?, ?, ?)",
@@ -864,7 +877,7 @@ class Store:
         self._conn.execute("UPDATE meta SET value=? WHERE key='compacted_rv'", (str(floor),))
         self._compacted = floor
 
-    def iter_all(self) -> Iterator[tuple[str, dict[str, Any]]]:
+    def iter_all(self) -> Iterator[tuple[str, Unstructured]]:
         """Every stored object with its resource key (for controllers' initial sync and tooling)."""
         with self._reading() as conn:
             rows = conn.execute("SELECT resource, body FROM objects").fetchall()
@@ -876,7 +889,7 @@ class _Encoded:
     """An object's JSON, encoded before the writer's lock is taken but for its resourceVersion, which
     only the lock hands out: encoding a 5 MB object takes 20-30 ms, and every write waited for it."""
 
-    def __init__(self, obj: dict[str, Any]) -> None:
+    def __init__(self, obj: Unstructured) -> None:
         mark = f"rv-{uuid.uuid4().hex}"  # (a value no object holds: the one place to put it)
         obj["metadata"]["resourceVersion"] = mark
         self.head, _, self.tail = _dumps(obj).partition(f'"{mark}"')
@@ -896,5 +909,5 @@ def _carry_metadata(meta: dict[str, Any], old_meta: dict[str, Any], spec_changed
         meta["generation"] = int(old_meta.get("generation", 1)) + 1
 
 
-def _spec_of(obj: dict[str, Any]) -> dict[str, Any]:
+def _spec_of(obj: Unstructured) -> Unstructured:
     return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}

@@ -19,6 +19,7 @@ from airflow_provider_training.specs.trainer.documents import check_document
 from airflow_provider_training.specs.trainer.models import TrainingRuntime, TrainJob
 from airflow_provider_training.specs.trainer.runtimes import RELEASE, default_runtime_documents
 from airflow_provider_training.specs.trainer.webhook import runtime_not_found
+from airflow_provider_training.specs.unstructured import Unstructured
 
 CLUSTER_RUNTIMES = "trainer.kubeflow.org/clustertrainingruntimes"
 CONFIGMAPS = "core/configmaps"
@@ -35,7 +36,7 @@ def _live_runtime(store: Store, job: TrainJob) -> dict[str, Any] | None:
     return store.get(CLUSTER_RUNTIMES, "", ref.name)
 
 
-def _typed(job: TrainJob, obj: dict[str, Any]) -> tuple[TrainingRuntime | None, str | None]:
+def _typed(job: TrainJob, obj: Unstructured) -> tuple[TrainingRuntime | None, str | None]:
     checked = check_document(obj)
     if not isinstance(checked.object, TrainingRuntime):
         return None, f"{job.spec.runtime_ref.name}: the stored runtime cannot be read"

@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
-from typing import Any
 
 from airflow_provider_training.embedded.events import record_event
 from airflow_provider_training.embedded.paths import Home
 from airflow_provider_training.embedded.resources import PVCS
 from airflow_provider_training.embedded.store import AlreadyExistsError, Store
+from airflow_provider_training.specs.unstructured import Unstructured
 
 STORAGE_CLASS = "local-path"
 DEFAULT_SIZE = "1Gi"
 
 
-def bind(home: Home, claim: dict[str, Any]) -> dict[str, Any]:
+def bind(home: Home, claim: Unstructured) -> Unstructured:
     """Fill in what the provisioner would (volume, class, Bound status) and create the directory."""
     meta = claim["metadata"]
     spec = claim.setdefault("spec", {})
@@ -42,14 +42,14 @@ def make_claim_dir(path: Path) -> None:
         path.chmod(0o777)
 
 
-def claims_of(pod: dict[str, Any]) -> list[str]:
+def claims_of(pod: Unstructured) -> list[str]:
     volumes = pod.get("spec", {}).get("volumes") or []
     return [
         v["persistentVolumeClaim"]["claimName"] for v in volumes if v.get("persistentVolumeClaim", {}).get("claimName")
     ]
 
 
-def ensure_claims(store: Store, home: Home, pod: dict[str, Any]) -> None:
+def ensure_claims(store: Store, home: Home, pod: Unstructured) -> None:
     namespace = pod["metadata"]["namespace"]
     for name in claims_of(pod):
         if store.get(PVCS.key, namespace, name) is not None:

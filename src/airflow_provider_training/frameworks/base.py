@@ -21,7 +21,6 @@ from airflow_provider_training.frameworks import labels
 from airflow_provider_training.frameworks.addressing import Addressing, ClusterAddressing, ReplicaRef
 from airflow_provider_training.frameworks.bodies import (
     ConfigMapBody,
-    OwnerReferenceBody,
     RoleBindingBody,
     RoleBody,
     ServiceAccountBody,
@@ -93,18 +92,6 @@ class EnsureObject:
 
 
 PodAction = CreatePod | DeletePod | CreateService | DeleteService | ApplyConfigMap | EnsureObject
-
-
-def owner_reference(job: TrainingJob) -> OwnerReferenceBody:
-    """The controlling ownerReference of every object the operator creates for ``job``."""
-    return {
-        "apiVersion": job.KIND.api_version,
-        "kind": job.KIND.kind,
-        "name": job.name,
-        "uid": job.metadata.uid or "",
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
 
 
 class FrameworkPlugin:

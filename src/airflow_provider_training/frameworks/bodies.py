@@ -8,21 +8,14 @@ from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, TypedDict
 
-
-class OwnerReferenceBody(TypedDict):
-    apiVersion: str
-    kind: str
-    name: str
-    uid: str
-    controller: bool
-    blockOwnerDeletion: bool
+from airflow_provider_training.specs.unstructured import OwnerReference
 
 
 class ObjectMetaBody(TypedDict):
     name: str
     namespace: str
     labels: dict[str, str]
-    ownerReferences: list[OwnerReferenceBody]
+    ownerReferences: list[OwnerReference]
     annotations: NotRequired[dict[str, str]]
     generateName: NotRequired[str]
 

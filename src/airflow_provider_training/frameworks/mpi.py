@@ -28,7 +28,6 @@ from airflow_provider_training.frameworks.base import (
     StatusUpdate,
     ensure_start_time,
     env,
-    owner_reference,
     replicas,
     tally,
 )
@@ -45,6 +44,7 @@ from airflow_provider_training.specs import kinds
 from airflow_provider_training.specs.common import JobStatus
 from airflow_provider_training.specs.jobs import MPIJob, TrainingJob
 from airflow_provider_training.specs.pod import EnvVar
+from airflow_provider_training.specs.unstructured import controller_ref
 
 LAUNCHER, WORKER = "Launcher", "Worker"
 
@@ -234,7 +234,7 @@ class MPIPlugin(FrameworkPlugin):
             "name": name,
             "namespace": job.namespace,
             "labels": {"app": job.name},
-            "ownerReferences": [owner_reference(job)],
+            "ownerReferences": [controller_ref(job, job.KIND)],
         }
 
     def launcher_account(self, job: TrainingJob) -> str:
@@ -313,7 +313,7 @@ class MPIPlugin(FrameworkPlugin):
                 "name": config_map_name(job),
                 "namespace": job.namespace,
                 "labels": {"app": job.name},
-                "ownerReferences": [owner_reference(job)],
+                "ownerReferences": [controller_ref(job, job.KIND)],
             },
             "data": self.config_data(job, running_workers, addressing),
         }

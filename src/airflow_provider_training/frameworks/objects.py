@@ -18,11 +18,11 @@ from airflow_provider_training.frameworks.base import (
     TEMPLATE_RESTART_POLICY_MESSAGE,
     TEMPLATE_RESTART_POLICY_REASON,
     FrameworkPlugin,
-    owner_reference,
 )
 from airflow_provider_training.frameworks.bodies import PodBody, ServiceBody
 from airflow_provider_training.frameworks.events import Event
 from airflow_provider_training.specs.jobs import TrainingJob
+from airflow_provider_training.specs.unstructured import controller_ref
 
 __all__ = [
     "TEMPLATE_RESTART_POLICY_MESSAGE",
@@ -30,7 +30,6 @@ __all__ = [
     "BuiltPod",
     "build_pod",
     "build_service",
-    "owner_reference",
     "pod_restart_policy",
 ]
 
@@ -68,7 +67,7 @@ def build_pod(
             "name": plugin.pod_name(job, rtype, index),
             "namespace": job.namespace,
             "labels": pod_labels,
-            "ownerReferences": [owner_reference(job)],
+            "ownerReferences": [controller_ref(job, job.KIND)],
         },
         "spec": pod_spec,
     }
@@ -103,7 +102,7 @@ def build_service(plugin: FrameworkPlugin, job: TrainingJob, rtype: str, index: 
             "name": plugin.pod_name(job, rtype, index),
             "namespace": job.namespace,
             "labels": dict(selector),
-            "ownerReferences": [owner_reference(job)],
+            "ownerReferences": [controller_ref(job, job.KIND)],
         },
         "spec": {"clusterIP": "None", "selector": selector, "ports": ports},
     }

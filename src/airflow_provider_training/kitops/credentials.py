@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from airflow_provider_training.kitops.store import kitops_home
+from airflow_provider_training.kitops.localstore import kitops_home
 
 DOCKER_HUB_KEY = "https://index.docker.io/v1/"
 

@@ -7,9 +7,9 @@ import tempfile
 from pathlib import Path
 
 from airflow_provider_training.kitops import transfer
+from airflow_provider_training.kitops.localstore import LocalStore
 from airflow_provider_training.kitops.reference import DEFAULT_TAG, parse
 from airflow_provider_training.kitops.registry import RegistryClient
-from airflow_provider_training.kitops.store import LocalStore
 from airflow_provider_training.kitops.unpack import FILTERS, unpack
 
 

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_training.kitops import mediatypes
+from airflow_provider_training.kitops.localstore import Descriptor, LocalStore, NotInStoreError, repo_file_base
 from airflow_provider_training.kitops.reference import Reference
-from airflow_provider_training.kitops.store import Descriptor, LocalStore, NotInStoreError, repo_file_base
 
 _FILE_RE = re.compile(r"^([-A-Za-z0-9_-]*={0,3})-kitindexes\.json$")
 

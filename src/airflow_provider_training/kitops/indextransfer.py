@@ -16,9 +16,9 @@ from airflow_provider_training.kitops import index as ix
 from airflow_provider_training.kitops import mediatypes
 from airflow_provider_training.kitops.indexstore import IndexStore
 from airflow_provider_training.kitops.listing import display_repository
+from airflow_provider_training.kitops.localstore import LocalStore, NotInStoreError
 from airflow_provider_training.kitops.reference import Reference
 from airflow_provider_training.kitops.registry import RegistryClient, RegistryError
-from airflow_provider_training.kitops.store import LocalStore, NotInStoreError
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ from typing import Any
 
 from airflow_provider_training.kitops import mediatypes
 from airflow_provider_training.kitops.jsontext import go_indent
+from airflow_provider_training.kitops.localstore import LocalStore
 from airflow_provider_training.kitops.modelpack import read_kitfile
-from airflow_provider_training.kitops.store import LocalStore
 from airflow_provider_training.specs.gojson import go_marshal
 
 NONE = "<none>"

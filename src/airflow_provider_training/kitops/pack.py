@@ -16,11 +16,11 @@ from typing import Any, BinaryIO
 from airflow_provider_training import __version__
 from airflow_provider_training.kitops import mediatypes
 from airflow_provider_training.kitops.ignore import Ignore
+from airflow_provider_training.kitops.localstore import Descriptor, LocalStore
 from airflow_provider_training.kitops.modelpack import config_json as modelpack_config
 from airflow_provider_training.kitops.modelpack import kitfile_json, read_kitfile
 from airflow_provider_training.kitops.rawlayer import check_raw, write_raw
 from airflow_provider_training.kitops.reference import Reference
-from airflow_provider_training.kitops.store import Descriptor, LocalStore
 from airflow_provider_training.kitops.tarlayer import COMPRESSIONS, LayerBlob, ProgressFn, write_layer
 from airflow_provider_training.specs.gojson import go_json
 from airflow_provider_training.specs.kitfile import (

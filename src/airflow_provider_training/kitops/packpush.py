@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
+from airflow_provider_training.kitops.localstore import LocalStore
 from airflow_provider_training.kitops.pack import (
     BlobSink,
     LayerWriter,
@@ -25,7 +26,6 @@ from airflow_provider_training.kitops.pack import (
 )
 from airflow_provider_training.kitops.reference import DEFAULT_TAG, Reference
 from airflow_provider_training.kitops.registry import RegistryClient, RegistryError
-from airflow_provider_training.kitops.store import LocalStore
 from airflow_provider_training.kitops.tarlayer import LayerBlob, ProgressFn
 from airflow_provider_training.specs.kitfile import Kitfile, check
 

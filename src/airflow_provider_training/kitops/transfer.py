@@ -16,10 +16,10 @@ from typing import Any
 from airflow_provider_training.kitops import index, mediatypes
 from airflow_provider_training.kitops.diff import Side
 from airflow_provider_training.kitops.indextransfer import describe_remote_index
+from airflow_provider_training.kitops.localstore import Descriptor, LocalStore, StoreError
 from airflow_provider_training.kitops.modelpack import read_kitfile
 from airflow_provider_training.kitops.reference import DEFAULT_TAG, Reference, parse
 from airflow_provider_training.kitops.registry import ProgressFn, RegistryClient, RegistryError
-from airflow_provider_training.kitops.store import Descriptor, LocalStore, StoreError
 
 log = logging.getLogger(__name__)
 MAX_PARENT_HOPS = 10

@@ -30,9 +30,9 @@ import zstandard
 
 from airflow_provider_training.kitops import mediatypes
 from airflow_provider_training.kitops.compression import DecompressionBombError, ExpansionLimit, open_decompressed
+from airflow_provider_training.kitops.localstore import LocalStore
 from airflow_provider_training.kitops.modelpack import read_kitfile
 from airflow_provider_training.kitops.reference import DEFAULT_TAG, Reference, parse
-from airflow_provider_training.kitops.store import LocalStore
 from airflow_provider_training.specs.kitfile import Kitfile
 
 FILTERS = ("kitfile", "model", "datasets", "code", "docs", "prompts")

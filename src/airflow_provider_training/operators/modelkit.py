@@ -29,13 +29,13 @@ from airflow_provider_training.kitops import keys, packpush, signing, transfer
 from airflow_provider_training.kitops import pack as packmod
 from airflow_provider_training.kitops.api import make_client
 from airflow_provider_training.kitops.engine import KitEngine, KitEngineError
+from airflow_provider_training.kitops.localstore import LocalStore, StoreError
 from airflow_provider_training.kitops.mediatypes import LAYER_FORMATS
 from airflow_provider_training.kitops.packagejob import KIT_IMAGE, PackageJob
 from airflow_provider_training.kitops.provenance import statement as provenance_statement
 from airflow_provider_training.kitops.reference import DEFAULT_TAG, Reference, ReferenceError, parse
 from airflow_provider_training.kitops.registry import RegistryClient, RegistryError
 from airflow_provider_training.kitops.source import PVC_SCHEME, ClusterModeUnavailableError, resolve_source, split_pvc
-from airflow_provider_training.kitops.store import LocalStore, StoreError
 from airflow_provider_training.kitops.tarlayer import COMPRESSIONS
 from airflow_provider_training.links.modelkit import ModelKitRegistryLink
 from airflow_provider_training.operators.modelkit_job import FINISH_ACTIONS, PackagingJobRunner, job_name

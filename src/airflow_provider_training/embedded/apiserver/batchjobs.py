@@ -15,12 +15,13 @@ from airflow_provider_training.specs.annotations import BATCH_CONTROLLER_UID as 
 from airflow_provider_training.specs.annotations import BATCH_JOB_NAME as JOB_NAME
 from airflow_provider_training.specs.annotations import BATCH_LEGACY_CONTROLLER_UID as LEGACY_CONTROLLER_UID
 from airflow_provider_training.specs.annotations import BATCH_LEGACY_JOB_NAME as LEGACY_JOB_NAME
+from airflow_provider_training.specs.unstructured import Unstructured
 
 GENERATED_LABELS = (CONTROLLER_UID, JOB_NAME, LEGACY_CONTROLLER_UID, LEGACY_JOB_NAME)
 RESTART_POLICIES = ("OnFailure", "Never")
 
 
-def admit_new(rt: ResourceType, obj: dict[str, Any], uid: str) -> None:
+def admit_new(rt: ResourceType, obj: Unstructured, uid: str) -> None:
     """Default and validate a Job about to be created with ``uid`` (in place); raises a 422."""
     spec = obj.setdefault("spec", {})
     name = obj["metadata"]["name"]
@@ -39,7 +40,7 @@ def admit_new(rt: ResourceType, obj: dict[str, Any], uid: str) -> None:
         raise errors.invalid(rt, name, issues)
 
 
-def admit_update(rt: ResourceType, new: dict[str, Any], old: dict[str, Any]) -> None:
+def admit_update(rt: ResourceType, new: Unstructured, old: Unstructured) -> None:
     """Keep what the server generated (selector, template labels) when an update leaves it out."""
     spec, old_spec = new.setdefault("spec", {}), old.get("spec") or {}
     if not isinstance(spec, dict) or not isinstance(spec.get("template"), dict):

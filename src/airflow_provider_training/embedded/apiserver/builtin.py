@@ -14,6 +14,7 @@ from typing import Any
 
 from airflow_provider_training.embedded.apiserver import errors, structure
 from airflow_provider_training.embedded.resources import ResourceType
+from airflow_provider_training.specs.unstructured import Unstructured
 
 Issues = list[tuple[str, str]]
 
@@ -247,7 +248,7 @@ def pod_spec(spec: Any, path: str) -> Issues:
     return issues
 
 
-def validate(rt: ResourceType, obj: dict[str, Any]) -> None:
+def validate(rt: ResourceType, obj: Unstructured) -> None:
     """Raise the 422 (or, for undecodable Secret data, the 400) kube-apiserver answers ``obj`` with."""
     meta = obj.get("metadata") or {}
     issues = metadata(rt, meta)
@@ -292,7 +293,7 @@ def _key(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def admit(rt: ResourceType, obj: dict[str, Any], field_validation: str) -> tuple[dict[str, Any], list[str]]:
+def admit(rt: ResourceType, obj: Unstructured, field_validation: str) -> tuple[Unstructured, list[str]]:
     """Decode ``obj`` as its kind (400s; warnings for unknown fields); training jobs and other custom
     resources have their metadata decoded here and their spec admitted by ``admission``."""
     if rt.key in structure.MODELS:

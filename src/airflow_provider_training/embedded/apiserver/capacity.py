@@ -4,16 +4,15 @@ runs for one job is a 422 naming the field and ``AIRFLOW_TRAINING_MAX_PODS_PER_J
 
 from __future__ import annotations
 
-from typing import Any
-
 from airflow_provider_training.embedded.apiserver import errors
 from airflow_provider_training.embedded.resources import ResourceType
 from airflow_provider_training.embedded.store import Store
 from airflow_provider_training.embedded.trainerruntimes import CLUSTER_RUNTIMES, RUNTIMES
 from airflow_provider_training.specs.capacity import pod_count, too_many_pods
+from airflow_provider_training.specs.unstructured import Unstructured
 
 
-def _runtime_num_nodes(store: Store, job: dict[str, Any]) -> int | None:
+def _runtime_num_nodes(store: Store, job: Unstructured) -> int | None:
     """The ``mlPolicy.numNodes`` of the runtime a TrainJob names (its default node count)."""
     spec = job.get("spec") if isinstance(job.get("spec"), dict) else {}
     assert isinstance(spec, dict)
@@ -30,7 +29,7 @@ def _runtime_num_nodes(store: Store, job: dict[str, Any]) -> int | None:
     return nodes if isinstance(nodes, int) and not isinstance(nodes, bool) else None
 
 
-def admit(store: Store, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+def admit(store: Store, rt: ResourceType, obj: Unstructured, old: Unstructured | None) -> None:
     """Refuse ``obj`` (a create, or an update that asks for more pods than before) past the cap."""
     runtime_nodes = _runtime_num_nodes(store, obj) if rt.kind == "TrainJob" else None
     issue = too_many_pods(obj, runtime_nodes)

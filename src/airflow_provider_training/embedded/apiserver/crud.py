@@ -30,7 +30,6 @@ from airflow_provider_training.embedded.apiserver import (
     rbacadmission,
     structure,
 )
-from airflow_provider_training.embedded.apiserver.admission import admit_training_job, field_validation_mode
 from airflow_provider_training.embedded.apiserver.context import ServerContext
 from airflow_provider_training.embedded.apiserver.defaulting import canonical_form
 from airflow_provider_training.embedded.apiserver.http import (
@@ -52,6 +51,7 @@ from airflow_provider_training.embedded.apiserver.selectors import (
 )
 from airflow_provider_training.embedded.apiserver.tables import to_table
 from airflow_provider_training.embedded.apiserver.trainer import admit_trainer_object, check_trainer_status
+from airflow_provider_training.embedded.apiserver.trainingjobs import admit_training_job, field_validation_mode
 from airflow_provider_training.embedded.resources import BY_KEY, CRDS, NAMESPACES, PODS, PVCS, ResourceType
 from airflow_provider_training.embedded.store import (
     AlreadyExistsError,
@@ -63,6 +63,7 @@ from airflow_provider_training.embedded.store import (
 )
 from airflow_provider_training.specs.crds import all_crds
 from airflow_provider_training.specs.trainer.crds import all_crds as trainer_crds
+from airflow_provider_training.specs.unstructured import Unstructured
 
 SECRETS_KEY = "core/secrets"
 
@@ -73,7 +74,7 @@ BATCH_JOBS = "batch/jobs"
 
 
 # -- helpers -----------------------------------------------------------------------------------
-def _check_type(rt: ResourceType, obj: Any) -> dict[str, Any]:
+def _check_type(rt: ResourceType, obj: Any) -> Unstructured:
     if not isinstance(obj, dict):
         raise errors.bad_request(f"the body must be a JSON object describing a {rt.kind}")
     kind, api_version = obj.setdefault("kind", rt.kind), obj.setdefault("apiVersion", rt.api_version)
@@ -99,7 +100,7 @@ def _require_namespace(ctx: ServerContext, namespace: str) -> None:
         raise errors.namespace_not_found(namespace)
 
 
-def _get(ctx: ServerContext, target: Target) -> dict[str, Any]:
+def _get(ctx: ServerContext, target: Target) -> Unstructured:
     assert target.name is not None
     obj = ctx.store.get(target.rt.key, target.store_namespace, target.name)
     if obj is None:
@@ -110,7 +111,7 @@ def _get(ctx: ServerContext, target: Target) -> dict[str, Any]:
 def _single(
     request: Request,
     rt: ResourceType,
-    obj: dict[str, Any],
+    obj: Unstructured,
     code: int = 200,
     warnings: list[str] | None = None,
 ) -> Response:
@@ -132,7 +133,7 @@ def _dry_run(request: Request) -> bool:
     return bool(values)
 
 
-def _served_crds() -> list[dict[str, Any]]:
+def _served_crds() -> list[Unstructured]:
     items = []
     for definition in [*all_crds(), *trainer_crds()]:
         item = copy.deepcopy(definition)
@@ -153,7 +154,7 @@ def _served_crds() -> list[dict[str, Any]]:
     return items
 
 
-def _prepare_new(ctx: ServerContext, rt: ResourceType, obj: dict[str, Any], automount: bool = True) -> None:
+def _prepare_new(ctx: ServerContext, rt: ResourceType, obj: Unstructured, automount: bool = True) -> None:
     """Server-set fields of a new object (``automount``: a pod's service-account token is mounted)."""
     if rt.has_status:
         obj.pop("status", None)
@@ -167,7 +168,7 @@ def _prepare_new(ctx: ServerContext, rt: ResourceType, obj: dict[str, Any], auto
     canonical_form(rt, obj, new=True, automount=automount)
 
 
-def _fold_string_data(rt: ResourceType, obj: dict[str, Any]) -> None:
+def _fold_string_data(rt: ResourceType, obj: Unstructured) -> None:
     """A Secret's ``stringData`` is write-only: kube-apiserver merges it into ``data`` (base64) and
     never returns it, so a secret written as text is not read back in clear."""
     if rt.key != SECRETS_KEY or not isinstance(obj.get("stringData"), dict):
@@ -357,7 +358,7 @@ def _list_response(request: Request, ctx: ServerContext, target: Target) -> Resp
     return json_response(body)
 
 
-def _store_update(ctx: ServerContext, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
+def _store_update(ctx: ServerContext, rt: ResourceType, obj: Unstructured, old: Unstructured) -> dict[str, Any]:
     try:  # (``obj`` built for this request alone; ``old`` as read for it)
         return ctx.store.update(rt.key, obj, copy=False, expected=old)
     except ConflictError:
@@ -367,7 +368,7 @@ def _store_update(ctx: ServerContext, rt: ResourceType, obj: dict[str, Any], old
 
 
 def _finish_update(
-    request: Request, ctx: ServerContext, target: Target, old: dict[str, Any], new: dict[str, Any]
+    request: Request, ctx: ServerContext, target: Target, old: Unstructured, new: Unstructured
 ) -> Response:
     """Shared by replace and patch: status vs main resource, immutable fields, admission, store."""
     rt = target.rt
@@ -519,7 +520,7 @@ def _delete_options(request: Request, raw: bytes | None) -> dict[str, Any]:
     return options
 
 
-def delete_object(ctx: ServerContext, rt: ResourceType, obj: dict[str, Any], policy: str | None) -> dict[str, Any]:
+def delete_object(ctx: ServerContext, rt: ResourceType, obj: Unstructured, policy: str | None) -> Unstructured:
     """Delete one object and garbage-collect its dependents (ownerReferences) per ``policy``."""
     meta = obj["metadata"]
     namespace, uid = meta.get("namespace", ""), meta["uid"]
@@ -562,7 +563,7 @@ def delete_object(ctx: ServerContext, rt: ResourceType, obj: dict[str, Any], pol
 FOREGROUND_DELETION = "foregroundDeletion"
 
 
-def _without_foreground_finalizer(obj: dict[str, Any]) -> dict[str, Any]:
+def _without_foreground_finalizer(obj: Unstructured) -> dict[str, Any]:
     """The owner once its dependents are gone: without the finalizer (removed, unless others remain)."""
     meta = obj["metadata"]
     meta["finalizers"] = [f for f in meta.get("finalizers") or [] if f != FOREGROUND_DELETION]

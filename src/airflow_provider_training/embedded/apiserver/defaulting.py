@@ -4,15 +4,14 @@ server's decoder refuses it (400, ``… cannot be handled as a Pod: quantities m
 
 from __future__ import annotations
 
-from typing import Any
-
 from airflow_provider_training.embedded import canonical
 from airflow_provider_training.embedded.apiserver.errors import bad_request
 from airflow_provider_training.embedded.resources import ResourceType
 from airflow_provider_training.specs.quantity import QUANTITY_ERROR
+from airflow_provider_training.specs.unstructured import Unstructured
 
 
-def canonical_form(rt: ResourceType, obj: dict[str, Any], *, new: bool, automount: bool = True) -> None:
+def canonical_form(rt: ResourceType, obj: Unstructured, *, new: bool, automount: bool = True) -> None:
     if rt.group not in ("", "batch"):
         return  # custom resources keep what the user wrote
     problems: canonical.Problems = []

@@ -38,6 +38,7 @@ from airflow_provider_training.embedded.apiserver.context import ServerContext, 
 from airflow_provider_training.embedded.apiserver.http import error_response
 from airflow_provider_training.embedded.node import podexec, proctree  # stdlib-only: where a pod's container runs
 from airflow_provider_training.embedded.resources import PODS
+from airflow_provider_training.specs.unstructured import Unstructured
 
 log = logging.getLogger(__name__)
 PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io")
@@ -58,7 +59,7 @@ def _flag(query: Any, name: str) -> bool:
     return str(query.get(name, "")).lower() in ("true", "1")
 
 
-def check(ctx: ServerContext, namespace: str, name: str, query: Any) -> tuple[dict[str, Any], str, list[str]]:
+def check(ctx: ServerContext, namespace: str, name: str, query: Any) -> tuple[Unstructured, str, list[str]]:
     """The pod, the container and the command of an exec request, or the ApiError kube-apiserver gives."""
     pod = ctx.store.get(PODS.key, namespace, name)
     if pod is None:

@@ -6,7 +6,6 @@ import asyncio
 from collections.abc import AsyncIterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
@@ -16,12 +15,13 @@ from airflow_provider_training.embedded.apiserver import errors, limits
 from airflow_provider_training.embedded.apiserver.context import ServerContext
 from airflow_provider_training.embedded.apiserver.http import Target, flag
 from airflow_provider_training.embedded.resources import PODS
+from airflow_provider_training.specs.unstructured import Unstructured
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
 DEFAULT_CONTAINER_ANNOTATION = "kubectl.kubernetes.io/default-container"
 
 
-def _container(pod: dict[str, Any], requested: str | None) -> str:
+def _container(pod: Unstructured, requested: str | None) -> str:
     spec = pod.get("spec", {})
     names = [c.get("name") for c in (spec.get("initContainers") or []) + (spec.get("containers") or [])]
     pod_name = pod["metadata"]["name"]
@@ -58,7 +58,7 @@ def _since(request: Request) -> datetime | None:
     return None
 
 
-def _container_done(pod: dict[str, Any] | None, container: str, restart: int, directory: Path) -> bool:
+def _container_done(pod: Unstructured | None, container: str, restart: int, directory: Path) -> bool:
     """Whether this container start will write no more output."""
     if pod is None or pod.get("status", {}).get("phase") in TERMINAL_PHASES:
         return True

@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from airflow_provider_training.embedded.apiserver.patch import _MERGE_KEYS
+from airflow_provider_training.specs.unstructured import Unstructured
 
 Path = tuple[str, ...]
 ELEMENT = "."
@@ -51,7 +52,7 @@ def element_name(key: str, value: Any) -> str:
     return "k:" + json.dumps({key: value}, separators=(",", ":"))
 
 
-def field_set(obj: dict[str, Any]) -> set[Path]:
+def field_set(obj: Unstructured) -> set[Path]:
     out: set[Path] = set()
     for key, value in obj.items():
         if key in ("apiVersion", "kind", "status"):
@@ -85,7 +86,7 @@ def _walk(value: Any, path: Path, field: str, out: set[Path]) -> None:
 _MISSING: Any = object()
 
 
-def changed_paths(old: dict[str, Any] | None, new: dict[str, Any]) -> set[Path]:
+def changed_paths(old: Unstructured | None, new: Unstructured) -> set[Path]:
     """The paths of :func:`field_set` of ``new`` whose value (or presence) differs in ``old`` (all of
     them for a create): one walk of both objects, a subtree equal in both skipped at C speed. (Each
     path looked up in both objects cost a list scan per keyed element: 150,000 keys took seconds.)"""
@@ -210,7 +211,7 @@ def to_fields_v1(paths: set[Path]) -> dict[str, Any]:
     return _sorted(trie)
 
 
-def _sorted(node: dict[str, Any]) -> dict[str, Any]:
+def _sorted(node: Unstructured) -> dict[str, Any]:
     if len(node) > 1:
         node = {part: node[part] for part in sorted_keys(node)}
     for part, child in node.items():
@@ -266,7 +267,7 @@ def path_text(path: Path) -> str:
 class Managers:
     """The managedFields entries of one object, as (manager, operation) -> (apiVersion, paths)."""
 
-    def __init__(self, obj: dict[str, Any] | None) -> None:
+    def __init__(self, obj: Unstructured | None) -> None:
         self.entries: dict[tuple[str, str], tuple[str, set[Path]]] = {}
         self.original: dict[tuple[str, str], dict[str, Any]] = {}  # entries as read: unchanged ones keep their time
         self._read: dict[tuple[str, str], set[Path]] = {}  # their paths, so ``write`` need not parse them again
@@ -287,7 +288,7 @@ class Managers:
             if key != keep:
                 self.entries[key] = (api_version, owned - paths)
 
-    def write(self, obj: dict[str, Any]) -> None:
+    def write(self, obj: Unstructured) -> None:
         entries = []
         for (manager, operation), (api_version, paths) in self.entries.items():
             if not paths:
@@ -324,7 +325,7 @@ def manager_of(query_manager: str | None, user_agent: str) -> str:
     return (user_agent.split("/", 1)[0] or "unknown")[:128]
 
 
-def record_update(old: dict[str, Any] | None, new: dict[str, Any], manager: str, api_version: str) -> None:
+def record_update(old: Unstructured | None, new: Unstructured, manager: str, api_version: str) -> None:
     """A create (``old`` None) or update by ``manager``: it owns what it set or changed."""
     managers = Managers(old if old is not None else new)
     if old is None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
@@ -23,6 +22,7 @@ from airflow_provider_training.embedded import canonical
 from airflow_provider_training.embedded.apiserver.context import ServerContext
 from airflow_provider_training.embedded.resources import NAMESPACES, PODS
 from airflow_provider_training.embedded.store import AlreadyExistsError, Store, now_timestamp
+from airflow_provider_training.specs.unstructured import Unstructured
 
 NAMESPACE = "kubeflow"
 NAME = "training-operator-embedded"
@@ -31,7 +31,7 @@ IMAGE = "kubeflow/training-operator:v1-embedded"
 LABELS = {"control-plane": "kubeflow-training-operator", "app.kubernetes.io/component": "embedded-controllers"}
 
 
-def operator_pod(started: str) -> dict[str, Any]:
+def operator_pod(started: str) -> Unstructured:
     container = {
         "name": "training-operator",
         "image": IMAGE,
@@ -41,7 +41,7 @@ def operator_pod(started: str) -> dict[str, Any]:
             {"containerPort": 9443, "name": "webhook-server"},
         ],
     }
-    pod: dict[str, Any] = {
+    pod: Unstructured = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {

@@ -13,6 +13,8 @@ from typing import Any
 
 import jsonpatch
 
+from airflow_provider_training.specs.unstructured import Unstructured
+
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
@@ -54,11 +56,11 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return result
 
 
-def json_patch(target: dict[str, Any], operations: Any) -> dict[str, Any]:
+def json_patch(target: Unstructured, operations: Any) -> Unstructured:
     if not isinstance(operations, list):
         raise PatchError("a JSON patch must be a list of operations")
     try:
-        patched: dict[str, Any] = jsonpatch.apply_patch(target, operations)
+        patched: Unstructured = jsonpatch.apply_patch(target, operations)
     except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, KeyError, TypeError) as exc:
         raise PatchError(f"the JSON patch could not be applied: {exc}") from exc
     return patched
@@ -120,7 +122,7 @@ def _merge_list(field: str, current: Any, patch: list[Any]) -> list[Any]:
     return merged
 
 
-def apply_patch(content_type: str, target: dict[str, Any], patch: Any) -> dict[str, Any]:
+def apply_patch(content_type: str, target: Unstructured, patch: Any) -> Unstructured:
     media = content_type.split(";")[0].strip()
     if media == JSON_PATCH:
         return json_patch(target, patch)

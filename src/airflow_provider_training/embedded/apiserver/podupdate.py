@@ -12,6 +12,7 @@ from typing import Any
 
 from airflow_provider_training.embedded.apiserver import errors
 from airflow_provider_training.embedded.resources import ResourceType
+from airflow_provider_training.specs.unstructured import Unstructured
 
 FORBIDDEN = (
     "Forbidden: pod updates may not change fields other than `spec.containers[*].image`,"
@@ -22,7 +23,7 @@ FORBIDDEN = (
 MAX_INT32 = 2**31 - 1
 
 
-def validate_pod_update(rt: ResourceType, new: dict[str, Any], old: dict[str, Any]) -> None:
+def validate_pod_update(rt: ResourceType, new: Unstructured, old: Unstructured) -> None:
     """Raise kube-apiserver's 422 when ``new`` (defaulted) changes what a pod update may not."""
     name = new["metadata"]["name"]
     spec: dict[str, Any] = new["spec"] if isinstance(new.get("spec"), dict) else {}
@@ -54,7 +55,7 @@ def validate_pod_update(rt: ResourceType, new: dict[str, Any], old: dict[str, An
         raise _invalid(rt, name, "spec", f"{FORBIDDEN}\n  changed: {', '.join(changed[:10]) or 'spec'}")
 
 
-def _keep(munged: dict[str, Any], old_spec: dict[str, Any], key: str) -> None:
+def _keep(munged: Unstructured, old_spec: dict[str, Any], key: str) -> None:
     if key in old_spec:
         munged[key] = copy.deepcopy(old_spec[key])
     else:

@@ -43,6 +43,7 @@ from airflow_provider_training.embedded.resources import (
     SERVICE_ACCOUNTS,
     ResourceType,
 )
+from airflow_provider_training.specs.unstructured import Unstructured
 
 RBAC_KEYS = frozenset(rt.key for rt in RBAC_TYPES)
 # What a write may change without an escalation check: what the garbage collector needs.
@@ -55,9 +56,7 @@ def requester(request: Request) -> UserInfo:
     return user if isinstance(user, UserInfo) else users.ADMIN
 
 
-def admit(
-    request: Request, ctx: ServerContext, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None
-) -> bool:
+def admit(request: Request, ctx: ServerContext, rt: ResourceType, obj: Unstructured, old: Unstructured | None) -> bool:
     """Admission of ``obj`` (``old``: the stored object of an update). For a new pod, returns
     whether its token is to be mounted; raises the refusal otherwise."""
     if rt.key in RBAC_KEYS:
@@ -71,7 +70,7 @@ def admit(
     return True
 
 
-def _service_account(ctx: ServerContext, pod: dict[str, Any]) -> bool:
+def _service_account(ctx: ServerContext, pod: Unstructured) -> bool:
     meta = pod["metadata"]
     name = serviceaccount.account_of(pod)
     if ctx.store.get(SERVICE_ACCOUNTS.key, meta["namespace"], name) is None:
@@ -85,11 +84,11 @@ def _service_account(ctx: ServerContext, pod: dict[str, Any]) -> bool:
     return serviceaccount.automounts(ctx.store, pod)
 
 
-def _only_gc_fields(obj: dict[str, Any], old: dict[str, Any] | None) -> bool:
+def _only_gc_fields(obj: Unstructured, old: Unstructured | None) -> bool:
     if old is None:
         return False
 
-    def strip(o: dict[str, Any]) -> dict[str, Any]:
+    def strip(o: Unstructured) -> Unstructured:
         meta = {k: v for k, v in (o.get("metadata") or {}).items() if k not in _GC_FIELDS}
         return {**o, "metadata": meta}
 
@@ -97,7 +96,7 @@ def _only_gc_fields(obj: dict[str, Any], old: dict[str, Any] | None) -> bool:
 
 
 def _no_escalation(
-    ctx: ServerContext, user: UserInfo, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None
+    ctx: ServerContext, user: UserInfo, rt: ResourceType, obj: Unstructured, old: Unstructured | None
 ) -> None:
     if user.privileged or _only_gc_fields(obj, old):
         return
@@ -127,7 +126,7 @@ def _no_escalation(
     _confirm(ctx, user, rt, name, namespace, rules)
 
 
-def _aggregates(role: dict[str, Any] | None) -> bool:
+def _aggregates(role: Unstructured | None) -> bool:
     return bool(role and ((role.get("aggregationRule") or {}).get("clusterRoleSelectors")))
 
 

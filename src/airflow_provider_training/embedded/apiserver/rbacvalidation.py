@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from airflow_provider_training.embedded.apiserver import builtin
+from airflow_provider_training.specs.unstructured import Unstructured
 
 Issues = list[tuple[str, str]]
 GROUP = "rbac.authorization.k8s.io"
@@ -32,7 +33,7 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def default(kind: str, obj: dict[str, Any]) -> None:
+def default(kind: str, obj: Unstructured) -> None:
     """``SetDefaults_RoleBinding`` / ``_ClusterRoleBinding`` / ``_Subject``."""
     if kind not in ("RoleBinding", "ClusterRoleBinding"):
         return
@@ -44,7 +45,7 @@ def default(kind: str, obj: dict[str, Any]) -> None:
             subject["apiGroup"] = GROUP
 
 
-def validate(kind: str, obj: dict[str, Any], old: dict[str, Any] | None) -> Issues:
+def validate(kind: str, obj: Unstructured, old: Unstructured | None) -> Issues:
     issues: Issues = []
     if kind in ("Role", "ClusterRole"):
         for i, rule in enumerate(_list(obj.get("rules"))):

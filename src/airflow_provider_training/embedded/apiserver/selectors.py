@@ -7,6 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from airflow_provider_training.specs.unstructured import Unstructured
+
 _KEY = r"[A-Za-z0-9][-A-Za-z0-9_./]*"
 _VALUE = r"[-A-Za-z0-9_.]*"
 _SET_RE = re.compile(rf"^\s*({_KEY})\s+(in|notin)\s+\(([^)]*)\)\s*$")
@@ -94,11 +96,11 @@ class FieldRequirement:
     equal: bool
     value: str
 
-    def matches(self, obj: dict[str, Any]) -> bool:
+    def matches(self, obj: Unstructured) -> bool:
         return (field_value(obj, self.field) == self.value) == self.equal
 
 
-def field_value(obj: dict[str, Any], path: str) -> str:
+def field_value(obj: Unstructured, path: str) -> str:
     current: Any = obj
     for part in path.split("."):
         if not isinstance(current, dict):
@@ -124,5 +126,5 @@ def parse_field_selector(text: str | None, allowed: Callable[[str], bool]) -> li
     return requirements
 
 
-def field_matcher(requirements: list[FieldRequirement]) -> Callable[[dict[str, Any]], bool]:
+def field_matcher(requirements: list[FieldRequirement]) -> Callable[[Unstructured], bool]:
     return lambda obj: all(r.matches(obj) for r in requirements)

@@ -36,6 +36,7 @@ from airflow_provider_training.embedded.resources import BY_KEY, PODS
 from airflow_provider_training.embedded.store import ConflictError, Store
 from airflow_provider_training.frameworks.trainer import trainerstatus as ts
 from airflow_provider_training.specs.trainer import constants as c
+from airflow_provider_training.specs.unstructured import Unstructured
 
 log = logging.getLogger(__name__)
 TRAINJOBS = BY_KEY["trainer.kubeflow.org/trainjobs"]
@@ -80,12 +81,12 @@ def refusal(store: Store, home_root: Any, header: str, namespace: str, name: str
     return None
 
 
-def _controller(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
+def _controller(obj: Unstructured, kind: str) -> dict[str, Any] | None:
     refs = (obj.get("metadata") or {}).get("ownerReferences") or []
     return next((r for r in refs if isinstance(r, dict) and r.get("controller") and r.get("kind") == kind), None)
 
 
-def _pod_of(store: Store, pod: dict[str, Any], trainjob: str) -> bool:
+def _pod_of(store: Store, pod: Unstructured, trainjob: str) -> bool:
     """Pod → Job → JobSet → TrainJob ``trainjob``, each the controller owner of the one before (by uid)."""
     namespace = pod["metadata"]["namespace"]
     chain = (("Job", "batch/jobs"), (c.JOBSET, "jobset.x-k8s.io/jobsets"), (c.TRAINJOB, TRAINJOBS.key))

@@ -20,6 +20,7 @@ import kubernetes.client
 
 from airflow_provider_training.embedded.apiserver.errors import ApiError, bad_request
 from airflow_provider_training.embedded.resources import ResourceType
+from airflow_provider_training.specs.unstructured import Unstructured
 
 # The client model of each built-in kind this server stores.
 MODELS = {
@@ -173,7 +174,7 @@ def _go(type_: str) -> str:
     return _GO_TYPES.get(type_, _struct(type_))
 
 
-def decode(rt: ResourceType, obj: dict[str, Any], field_validation: str) -> tuple[dict[str, Any], list[str]]:
+def decode(rt: ResourceType, obj: Unstructured, field_validation: str) -> tuple[Unstructured, list[str]]:
     """The object as it decodes into its kind's type, and the warnings for the response; a value
     of the wrong type (or an unknown field under Strict) is a 400 as kubectl shows it."""
     model = MODELS.get(rt.key)
@@ -205,7 +206,7 @@ def decode_pod_template(template: Any, path: str) -> None:
         raise bad_request(str(exc)) from None
 
 
-def decode_metadata(rt: ResourceType, obj: dict[str, Any]) -> None:
+def decode_metadata(rt: ResourceType, obj: Unstructured) -> None:
     """Type-check only ``metadata`` (custom resources: the rest is their schema's business)."""
     try:
         _walk(obj.get("metadata"), "V1ObjectMeta", "metadata", "ObjectMeta", "metadata", Decoded())

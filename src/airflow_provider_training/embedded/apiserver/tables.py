@@ -11,8 +11,9 @@ from typing import Any
 from airflow_provider_training.embedded.resources import ResourceType
 from airflow_provider_training.specs.crds import crd
 from airflow_provider_training.specs.trainer.crds import crd as trainer_crd
+from airflow_provider_training.specs.unstructured import Unstructured
 
-Cell = Callable[[dict[str, Any]], Any]
+Cell = Callable[[Unstructured], Any]
 Column = tuple[str, str, int, Cell]  # name, type, priority, value
 
 
@@ -89,15 +90,15 @@ def _d(obj: Any, key: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _meta(obj: dict[str, Any], key: str) -> Any:
+def _meta(obj: Unstructured, key: str) -> Any:
     return _d(obj, "metadata").get(key)
 
 
-def _name(obj: dict[str, Any]) -> Any:
+def _name(obj: Unstructured) -> Any:
     return _meta(obj, "name")
 
 
-def _age(obj: dict[str, Any]) -> str:
+def _age(obj: Unstructured) -> str:
     return age(_meta(obj, "creationTimestamp"))
 
 
@@ -107,7 +108,7 @@ AGE: Column = ("Age", "string", 0, _age)
 AGE_COLUMN = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
 
 
-def _pod_status(pod: dict[str, Any]) -> str:
+def _pod_status(pod: Unstructured) -> str:
     if _meta(pod, "deletionTimestamp"):
         return "Terminating"
     status = _d(pod, "status")
@@ -124,22 +125,22 @@ def _pod_status(pod: dict[str, Any]) -> str:
     return str(reason)
 
 
-def _pod_ready(pod: dict[str, Any]) -> str:
+def _pod_ready(pod: Unstructured) -> str:
     containers = _d(pod, "spec").get("containers") or []
     ready = sum(1 for cs in _d(pod, "status").get("containerStatuses") or [] if cs.get("ready"))
     return f"{ready}/{len(containers)}"
 
 
-def _pod_restarts(pod: dict[str, Any]) -> int:
+def _pod_restarts(pod: Unstructured) -> int:
     return sum(int(cs.get("restartCount", 0)) for cs in _d(pod, "status").get("containerStatuses") or [])
 
 
-def _ports(svc: dict[str, Any]) -> str:
+def _ports(svc: Unstructured) -> str:
     ports = _d(svc, "spec").get("ports") or []
     return ",".join(f"{p.get('port')}/{p.get('protocol', 'TCP')}" for p in ports) or "<none>"
 
 
-def _job_status(job: dict[str, Any]) -> str:
+def _job_status(job: Unstructured) -> str:
     for cond in _d(job, "status").get("conditions") or []:
         if cond.get("status") == "True" and cond.get("type") in ("Complete", "Failed", "Suspended"):
             return str(cond["type"])
@@ -261,7 +262,7 @@ _BUILTIN: dict[str, list[Column]] = {
 _BUILTIN["rbac.authorization.k8s.io/clusterrolebindings"] = _BUILTIN["rbac.authorization.k8s.io/rolebindings"]
 
 
-def _subjects(binding: dict[str, Any], kind: str) -> str:
+def _subjects(binding: Unstructured, kind: str) -> str:
     """``printRoleBinding``'s USERS / GROUPS / SERVICEACCOUNTS cells (``SubjectsStrings``: an
     account as ``namespace/name``, or its name when the subject names no namespace)."""
     found = []
@@ -296,13 +297,13 @@ def _value_at(path: str) -> Cell:
     return lambda obj: _first(obj, path)
 
 
-def _first(obj: dict[str, Any], path: str) -> Any:
+def _first(obj: Unstructured, path: str) -> Any:
     values = json_path(obj, path)
     return values[0] if values else None
 
 
 def to_table(
-    rt: ResourceType, items: list[dict[str, Any]], list_meta: dict[str, Any], include_object: str = "Metadata"
+    rt: ResourceType, items: list[Unstructured], list_meta: dict[str, Any], include_object: str = "Metadata"
 ) -> dict[str, Any]:
     columns = columns_for(rt)
     rows = []

@@ -5,25 +5,25 @@ holding that one row; the column definitions come with the first event only."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from starlette.requests import Request
 
 from airflow_provider_training.embedded.apiserver.http import dumps, wants_table
 from airflow_provider_training.embedded.apiserver.tables import to_table
 from airflow_provider_training.embedded.resources import ResourceType
+from airflow_provider_training.specs.unstructured import Unstructured
 
 ROW_EVENTS = ("ADDED", "MODIFIED", "DELETED")
 
 
-def table_lines(request: Request, rt: ResourceType) -> Callable[[str, dict[str, Any]], bytes] | None:
+def table_lines(request: Request, rt: ResourceType) -> Callable[[str, Unstructured], bytes] | None:
     """A renderer of watch lines as tables for this request, or None when it asked for objects."""
     if not wants_table(request):
         return None
     include = request.query_params.get("includeObject", "Metadata")
     first = True
 
-    def line(event_type: str, obj: dict[str, Any]) -> bytes:
+    def line(event_type: str, obj: Unstructured) -> bytes:
         nonlocal first
         if event_type in ROW_EVENTS:
             meta = {"resourceVersion": obj.get("metadata", {}).get("resourceVersion", "")}

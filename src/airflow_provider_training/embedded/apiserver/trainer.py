@@ -9,17 +9,17 @@ upstream's field paths and messages; strict decoding errors are 400, as for the 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
 from airflow_provider_training.embedded.apiserver.errors import ApiError, bad_request, invalid
 from airflow_provider_training.embedded.resources import ResourceType
-from airflow_provider_training.embedded.runtimes.trainer_initializer import pvc_problem
 from airflow_provider_training.embedded.store import Store
 from airflow_provider_training.embedded.trainerruntimes import install_default_runtimes, stored_runtime
+from airflow_provider_training.embedded.workloads.trainer_initializer import pvc_problem
 from airflow_provider_training.frameworks.trainer import admission
 from airflow_provider_training.frameworks.trainer import jobset as js
 from airflow_provider_training.specs.trainer import constants as c
 from airflow_provider_training.specs.trainer.documents import check_document
+from airflow_provider_training.specs.unstructured import Unstructured
 
 JOBSETS = "jobset.x-k8s.io/jobsets"
 BATCH_JOBS = "batch/jobs"
@@ -34,7 +34,7 @@ def webhook_denied(rt: ResourceType, name: str, issues: list[tuple[str, str]]) -
     return ApiError(403, "Forbidden", f'admission webhook "{webhook}" denied the request: {text}', {})
 
 
-def _active_replicated_jobs(store: Store, obj: dict[str, Any]) -> list[str]:
+def _active_replicated_jobs(store: Store, obj: Unstructured) -> list[str]:
     meta = obj.get("metadata") or {}
     jobs = store.list(
         BATCH_JOBS, str(meta.get("namespace", "")), label_equals=[(js.JOBSET_NAME, str(meta.get("name", "")))]
@@ -49,8 +49,8 @@ def _active_replicated_jobs(store: Store, obj: dict[str, Any]) -> list[str]:
 
 
 def admit_trainer_object(
-    store: Store, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None, field_validation: str
-) -> tuple[dict[str, Any], list[str]]:
+    store: Store, rt: ResourceType, obj: Unstructured, old: Unstructured | None, field_validation: str
+) -> tuple[Unstructured, list[str]]:
     """The object to store and the response's warnings; raises the refusal as an ApiError."""
     obj = {**obj, "apiVersion": obj.get("apiVersion") or rt.api_version, "kind": obj.get("kind") or rt.kind}
     result = admission.admit(
@@ -77,7 +77,7 @@ def admit_trainer_object(
     return result.object, list(result.warnings)
 
 
-def check_trainer_status(rt: ResourceType, new: dict[str, Any], old: dict[str, Any]) -> None:
+def check_trainer_status(rt: ResourceType, new: Unstructured, old: Unstructured) -> None:
     """A status write (the status subresource, or the TrainJob status server) is checked against the
     CRD's schema and CEL rules for the status, as kube-apiserver checks it: ``progressPercentage``
     0 to 100, at most 256 metrics, ``lastUpdatedTime is required when trainerStatus is present`` …
@@ -88,7 +88,7 @@ def check_trainer_status(rt: ResourceType, new: dict[str, Any], old: dict[str, A
         raise invalid(rt, str((new.get("metadata") or {}).get("name", "")), issues)
 
 
-def _confine_claims(rt: ResourceType, job: dict[str, Any]) -> None:
+def _confine_claims(rt: ResourceType, job: Unstructured) -> None:
     """``pvc://`` initializer sources (this control plane's own scheme) name a claim of the TrainJob's
     namespace; the initializer copies the claim's directory, so ``..`` or another namespace would
     copy someone else's data."""

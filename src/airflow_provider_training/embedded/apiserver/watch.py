@@ -29,13 +29,14 @@ from airflow_provider_training.embedded.apiserver.selectors import (
 )
 from airflow_provider_training.embedded.apiserver.tablewatch import table_lines
 from airflow_provider_training.embedded.store import GoneError, WatchEvent
+from airflow_provider_training.specs.unstructured import ObjectMeta, Unstructured
 
 # kube-apiserver ends a watch after a random 30-60 minutes; one fixed hour is enough here.
 DEFAULT_TIMEOUT = 3600.0
 EVENTS_PER_CHUNK = 256
 
 
-def _line(event_type: str, obj: dict[str, Any]) -> bytes:
+def _line(event_type: str, obj: Unstructured) -> bytes:
     return dumps({"type": event_type, "object": obj}) + b"\n"
 
 
@@ -49,7 +50,7 @@ async def watch(request: Request, ctx: ServerContext, target: Target) -> Respons
         raise errors.bad_request(str(exc)) from None
     namespace = target.namespace
 
-    def matches(obj: dict[str, Any] | None) -> bool:
+    def matches(obj: Unstructured | None) -> bool:
         if obj is None:
             return False
         meta = obj.get("metadata", {})
@@ -162,8 +163,8 @@ async def _next(queue: asyncio.Queue[WatchEvent | None], timeout: float) -> Watc
 
 def _translate(
     event: WatchEvent,
-    matches: Callable[[dict[str, Any] | None], bool],
-    line: Callable[[str, dict[str, Any]], bytes] = _line,
+    matches: Callable[[Unstructured | None], bool],
+    line: Callable[[str, Unstructured], bytes] = _line,
 ) -> bytes | None:
     """An update that moves an object into or out of the selection is ADDED or DELETED for this watch."""
     now_in = matches(event.object)
@@ -180,7 +181,7 @@ def _translate(
 
 
 def _bookmark(kind: str, api_version: str, rv: int, initial_end: bool = False) -> dict[str, Any]:
-    meta: dict[str, Any] = {"resourceVersion": str(rv)}
+    meta: ObjectMeta = {"resourceVersion": str(rv)}
     if initial_end:
         meta["annotations"] = {"k8s.io/initial-events-end": "true"}
     return {"kind": kind, "apiVersion": api_version, "metadata": meta}

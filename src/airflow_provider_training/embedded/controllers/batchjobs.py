@@ -30,7 +30,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from airflow_provider_training.embedded import canonical, runtime, serviceaccount
-from airflow_provider_training.embedded.controllers.refs import owner_references
 from airflow_provider_training.embedded.events import record_events
 from airflow_provider_training.embedded.resources import BY_KEY, PODS
 from airflow_provider_training.embedded.runtime import (
@@ -46,6 +45,7 @@ from airflow_provider_training.embedded.store import AlreadyExistsError, Conflic
 from airflow_provider_training.frameworks.timeutil import format_time, parse_time
 from airflow_provider_training.specs.annotations import BATCH_CONTROLLER_UID as CONTROLLER_UID
 from airflow_provider_training.specs.annotations import WORKING_DIR_ANNOTATION
+from airflow_provider_training.specs.unstructured import ObjectMeta, Unstructured, controlled_by, controller_ref
 
 JOBS = BY_KEY["batch/jobs"]
 COMPONENT = "job-controller"
@@ -69,7 +69,7 @@ def pod_backoff() -> tuple[float, float]:
     )
 
 
-def condition_true(status: dict[str, Any], type_: str) -> dict[str, Any] | None:
+def condition_true(status: dict[str, Any], type_: str) -> Unstructured | None:
     for c in status.get("conditions") or []:
         if c.get("type") == type_ and c.get("status") == "True":
             return dict(c)
@@ -86,7 +86,7 @@ def finished_at(status: dict[str, Any]) -> datetime | None:
 
 
 def set_condition(status: dict[str, Any], type_: str, value: str, reason: str, message: str, now: str) -> None:
-    conditions: list[dict[str, Any]] = status.setdefault("conditions", [])
+    conditions: list[Unstructured] = status.setdefault("conditions", [])
     for c in conditions:
         if c.get("type") == type_:
             if c.get("status") != value:
@@ -105,14 +105,14 @@ def set_condition(status: dict[str, Any], type_: str, value: str, reason: str, m
     )
 
 
-def pod_ready(pod: dict[str, Any]) -> bool:
+def pod_ready(pod: Unstructured) -> bool:
     return any(
         c.get("type") == "Ready" and c.get("status") == "True"
         for c in (pod.get("status") or {}).get("conditions") or []
     )
 
 
-def restarts(pod: dict[str, Any]) -> int:
+def restarts(pod: Unstructured) -> int:
     status = pod.get("status") or {}
     return sum(
         int(cs.get("restartCount") or 0)
@@ -150,19 +150,19 @@ class BatchJobController:
             return None  # JobSet's child Jobs: controllers/indexedjobs.py
         return await Sync(self, job).run()
 
-    async def owned_pods(self, job: dict[str, Any]) -> list[dict[str, Any]]:
+    async def owned_pods(self, job: Unstructured) -> list[Unstructured]:
         uid = job["metadata"]["uid"]
         selector = ((job.get("spec") or {}).get("selector") or {}).get("matchLabels") or {CONTROLLER_UID: uid}
         items = await list_in_slices(
             self.store, PODS.key, job["metadata"]["namespace"], label_equals=list(selector.items())
         )
-        return [p for p in items if any(r.get("uid") == uid and r.get("controller") for r in owner_references(p))]
+        return [p for p in items if controlled_by(p, uid)]
 
 
 class Sync:
     """One ``syncJob`` of one Job."""
 
-    def __init__(self, c: BatchJobController, job: dict[str, Any]) -> None:
+    def __init__(self, c: BatchJobController, job: Unstructured) -> None:
         self.c, self.job, self.store = c, job, c.store
         self.spec: dict[str, Any] = job.get("spec") or {}
         self.namespace, self.name = job["metadata"]["namespace"], job["metadata"]["name"]
@@ -172,7 +172,7 @@ class Sync:
         self.stamp = format_time(self.now)
         self.events: list[tuple[str, str, str]] = []
         self.wakeups: list[float] = []  # seconds from now
-        self.pods: list[dict[str, Any]] = []  # the Job's pods as this sync read them
+        self.pods: list[Unstructured] = []  # the Job's pods as this sync read them
 
     async def run(self) -> float | None:
         """One sync; returns the seconds until the next is due (a back-off, a deadline, a TTL)."""
@@ -217,7 +217,7 @@ class Sync:
         return self.next_pass()
 
     @staticmethod
-    def phase(pod: dict[str, Any]) -> str:
+    def phase(pod: Unstructured) -> str:
         return str((pod.get("status") or {}).get("phase") or "Pending")
 
     # -- the steps ------------------------------------------------------------------------------
@@ -240,7 +240,7 @@ class Sync:
         with contextlib.suppress(NotFoundError):
             self.store.delete(JOBS.key, self.namespace, self.name, uid=uid)
 
-    async def suspend(self, active: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    async def suspend(self, active: list[Unstructured]) -> list[Unstructured]:
         left = await self.delete_pods(active)
         if condition_true(self.status, SUSPENDED) is None:
             set_condition(self.status, SUSPENDED, "True", "JobSuspended", "Job suspended", self.stamp)
@@ -253,7 +253,7 @@ class Sync:
             self.events.append(("Normal", "Resumed", "Job resumed"))
             self.status["startTime"] = self.stamp  # upstream restarts the deadline's clock on resume
 
-    def failure(self, active: list[dict[str, Any]], failed: int) -> tuple[str, str] | None:
+    def failure(self, active: list[Unstructured], failed: int) -> tuple[str, str] | None:
         limit = int(self.spec.get("backoffLimit", 6))
         if failed > limit:
             return BACKOFF_EXCEEDED
@@ -278,7 +278,7 @@ class Sync:
         if self.spec.get("ttlSecondsAfterFinished") is not None:
             self.wakeups.append(float(self.spec["ttlSecondsAfterFinished"]))
 
-    def complete(self, succeeded: int, active: list[dict[str, Any]]) -> bool:
+    def complete(self, succeeded: int, active: list[Unstructured]) -> bool:
         completions = self.spec.get("completions")
         done = succeeded >= completions if completions is not None else succeeded > 0 and not active
         if not done:
@@ -291,7 +291,7 @@ class Sync:
             self.wakeups.append(float(self.spec["ttlSecondsAfterFinished"]))
         return True
 
-    async def scale(self, active: list[dict[str, Any]], succeeded: int, failed: int) -> list[dict[str, Any]]:
+    async def scale(self, active: list[Unstructured], succeeded: int, failed: int) -> list[Unstructured]:
         parallelism = int(self.spec.get("parallelism", 1))
         completions = self.spec.get("completions")
         if completions is None:
@@ -316,15 +316,15 @@ class Sync:
         indexes: list[int],
         build: Callable[[int], dict[str, Any]],
         around: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext,
-    ) -> list[dict[str, Any]]:
+    ) -> list[Unstructured]:
         """The pods ``build(i)`` gives, in slow-start batches (each batch one transaction) while the
         Job stays as this sync read it; at most ``MAX_PER_PASS`` in one sync, the next at once for
         the rest. Returns the pods created."""
         now, more = per_pass(indexes)
         if more:
             self.wakeups.append(0.0)
-        created: list[dict[str, Any]] = []
-        pending: list[dict[str, Any]] = []
+        created: list[Unstructured] = []
+        pending: list[Unstructured] = []
 
         def store_batch() -> None:
             stored = self.store.create_missing([(PODS.key, pod) for pod in pending], owner=(JOBS.key, self.job))
@@ -338,7 +338,7 @@ class Sync:
         )
         return created
 
-    def create_renamed(self, pod: dict[str, Any]) -> dict[str, Any]:
+    def create_renamed(self, pod: Unstructured) -> Unstructured:
         """A pod whose random name was taken: another, as the API server's generateName retries."""
         for _ in range(5):
             self.rename(pod)
@@ -348,10 +348,10 @@ class Sync:
                 continue
         raise AlreadyExistsError(pod["metadata"]["name"])
 
-    def rename(self, pod: dict[str, Any]) -> None:
+    def rename(self, pod: Unstructured) -> None:
         pod["metadata"]["name"] = f"{self.name}-{''.join(secrets.choice(NAME_ALPHABET) for _ in range(5))}"
 
-    def created(self, pod: dict[str, Any]) -> None:
+    def created(self, pod: Unstructured) -> None:
         self.events.append(("Normal", "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}"))
 
     def unchanged(self) -> bool:
@@ -377,24 +377,15 @@ class Sync:
         return max(seen, default=None)
 
     # -- pods -----------------------------------------------------------------------------------
-    def build_pod(self) -> dict[str, Any]:
+    def build_pod(self) -> Unstructured:
         template = self.spec.get("template") or {}
         tmeta = template.get("metadata") or {}
-        meta: dict[str, Any] = {
+        meta: ObjectMeta = {
             "name": f"{self.name}-{''.join(secrets.choice(NAME_ALPHABET) for _ in range(5))}",
             "generateName": f"{self.name}-",
             "namespace": self.namespace,
             "labels": dict(tmeta.get("labels") or {}),
-            "ownerReferences": [
-                {
-                    "apiVersion": "batch/v1",
-                    "kind": "Job",
-                    "name": self.name,
-                    "uid": self.job["metadata"]["uid"],
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
+            "ownerReferences": [controller_ref(self.job, JOBS)],
         }
         annotations = dict(tmeta.get("annotations") or {})
         workdir = (self.job["metadata"].get("annotations") or {}).get(WORKING_DIR_ANNOTATION)
@@ -411,7 +402,7 @@ class Sync:
         canonical.pod(pod, automount=serviceaccount.automounts(self.store, pod))  # (as the API server stores it)
         return pod
 
-    async def delete_pods(self, pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    async def delete_pods(self, pods: list[Unstructured]) -> list[Unstructured]:
         """Delete ``pods`` (at most ``MAX_PER_PASS``, in slow-start batches); returns those left for
         the next sync, which comes at once."""
         now, more = per_pass(pods)
@@ -420,7 +411,7 @@ class Sync:
         await slow_start_batch(now, self.delete_pod)
         return list(pods[len(now) :])
 
-    def delete_pod(self, pod: dict[str, Any]) -> None:
+    def delete_pod(self, pod: Unstructured) -> None:
         name = pod["metadata"]["name"]
         try:
             self.store.delete(PODS.key, self.namespace, name, uid=pod["metadata"]["uid"])

@@ -16,11 +16,11 @@ import contextlib
 import logging
 import os
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from airflow_provider_training.embedded.runtime import ControllerContext
 from airflow_provider_training.frameworks.timeutil import parse_time
 from airflow_provider_training.specs.resources import EVENTS
+from airflow_provider_training.specs.unstructured import Unstructured
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ def ttl_from_env() -> float:
     return ttl
 
 
-def last_written(event: dict[str, Any]) -> datetime | None:
+def last_written(event: Unstructured) -> datetime | None:
     """When the Event was last written, as far as its fields tell."""
     times = []
     for text in (

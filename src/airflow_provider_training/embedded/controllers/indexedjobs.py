@@ -44,6 +44,7 @@ from airflow_provider_training.specs.annotations import BATCH_CONTROLLER_UID as 
 from airflow_provider_training.specs.annotations import BATCH_JOB_NAME as JOB_NAME
 from airflow_provider_training.specs.annotations import BATCH_LEGACY_CONTROLLER_UID as LEGACY_CONTROLLER_UID
 from airflow_provider_training.specs.annotations import BATCH_LEGACY_JOB_NAME as LEGACY_JOB_NAME
+from airflow_provider_training.specs.unstructured import Unstructured, controlled_by, controller_ref
 
 JOBS = BY_KEY["batch/jobs"]
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
@@ -51,18 +52,18 @@ COMPONENT = "job-controller"
 Key = runtime.controller.Key
 
 
-def is_indexed(job: dict[str, Any]) -> bool:
+def is_indexed(job: Unstructured) -> bool:
     return (job.get("spec") or {}).get("completionMode") == "Indexed"
 
 
-def index_of(pod: dict[str, Any]) -> int:
+def index_of(pod: Unstructured) -> int:
     try:
         return int((pod["metadata"].get("annotations") or {}).get(COMPLETION_INDEX, "-1"))
     except ValueError:
         return -1
 
 
-def phase(pod: dict[str, Any]) -> str:
+def phase(pod: Unstructured) -> str:
     return str((pod.get("status") or {}).get("phase") or "Pending")
 
 
@@ -108,16 +109,12 @@ class IndexedJobController(BatchJobController):
             return None
         return await IndexedSync(self, job).run()
 
-    async def owned_pods(self, job: dict[str, Any]) -> list[dict[str, Any]]:
+    async def owned_pods(self, job: Unstructured) -> list[Unstructured]:
         uid = job["metadata"]["uid"]
         items = await list_in_slices(
             self.store, PODS.key, job["metadata"]["namespace"], label_equals=[(CONTROLLER_UID, uid)]
         )
-        return [
-            p
-            for p in items
-            if any(r.get("uid") == uid and r.get("controller") for r in p["metadata"].get("ownerReferences") or [])
-        ]
+        return [p for p in items if controlled_by(p, uid)]
 
 
 class IndexedSync(Sync):
@@ -180,8 +177,8 @@ class IndexedSync(Sync):
         return min(self.wakeups) + 0.05 if self.wakeups else None
 
     async def scale_indexes(
-        self, active: list[dict[str, Any]], done: set[int], failed: int, completions: int
-    ) -> list[dict[str, Any]]:
+        self, active: list[Unstructured], done: set[int], failed: int, completions: int
+    ) -> list[Unstructured]:
         running = {index_of(p) for p in active}
         missing = [i for i in range(completions) if i not in done and i not in running]
         if missing and failed:
@@ -196,7 +193,7 @@ class IndexedSync(Sync):
         # (each batch's addresses written to the node's journal once)
         return active + await self.create_pods(missing, self.build_index_pod, around=self.c.network.batch)
 
-    def build_index_pod(self, index: int) -> dict[str, Any]:
+    def build_index_pod(self, index: int) -> Unstructured:
         template = self.spec.get("template") or {}
         tmeta = template.get("metadata") or {}
         uid = self.job["metadata"]["uid"]
@@ -225,23 +222,14 @@ class IndexedSync(Sync):
             "namespace": self.namespace,
             "labels": labels,
             "annotations": annotations,
-            "ownerReferences": [
-                {
-                    "apiVersion": "batch/v1",
-                    "kind": "Job",
-                    "name": self.name,
-                    "uid": uid,
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
+            "ownerReferences": [controller_ref(self.job, JOBS)],
         }
         pod = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
         canonical.pod(pod, automount=serviceaccount.automounts(self.store, pod))
         self.rename(pod)
         return pod
 
-    def rename(self, pod: dict[str, Any]) -> None:
+    def rename(self, pod: Unstructured) -> None:
         """``<hostname>-<5 random>``, with the address reserved for the hostname."""
         meta = pod["metadata"]
         hostname = pod["spec"]["hostname"]
@@ -249,6 +237,6 @@ class IndexedSync(Sync):
         address = self.c.network.pod_address(self.namespace, address_key(hostname))
         self.c.network.assign(self.namespace, meta["name"], address)
 
-    def created(self, pod: dict[str, Any]) -> None:
+    def created(self, pod: Unstructured) -> None:
         volumes.ensure_claims(self.store, self.c.home, pod)  # volumeClaimPolicies' claims, bound at once
         super().created(pod)

@@ -48,13 +48,13 @@ from airflow_provider_training.embedded.controllers.predictor import (
     build_pod,
     desired,
 )
-from airflow_provider_training.embedded.controllers.refs import owner_references
 from airflow_provider_training.embedded.events import record_event
 from airflow_provider_training.embedded.network import shared_network
 from airflow_provider_training.embedded.resources import BY_KEY, PODS
 from airflow_provider_training.embedded.runtime import ControllerContext, For, Owns, WorkQueue
 from airflow_provider_training.embedded.store import AlreadyExistsError, NotFoundError, Store, now_timestamp
 from airflow_provider_training.specs.refs import ObjectRef
+from airflow_provider_training.specs.unstructured import Unstructured
 
 log = logging.getLogger(__name__)
 ISVCS = BY_KEY["serving.kserve.io/inferenceservices"]
@@ -90,7 +90,7 @@ def log_tail(ctx: ControllerContext, namespace: str, pod: str, container: str, l
     return ""
 
 
-def failure_of(ctx: ControllerContext, pod: dict[str, Any]) -> Failure | None:
+def failure_of(ctx: ControllerContext, pod: Unstructured) -> Failure | None:
     """Why the pod's revision cannot serve, if it cannot: a container that exited (or waits in
     CrashLoopBackOff after exiting), a container that cannot be created, or a lost pod."""
     meta, status = pod["metadata"], pod.get("status") or {}
@@ -112,7 +112,7 @@ def failure_of(ctx: ControllerContext, pod: dict[str, Any]) -> Failure | None:
 
 
 def condition(
-    type_: str, ok: bool, reason: str = "", message: str = "", old: dict[str, Any] | None = None
+    type_: str, ok: bool, reason: str = "", message: str = "", old: Unstructured | None = None
 ) -> dict[str, Any]:
     value = "True" if ok else "False"
     stamp = old["lastTransitionTime"] if old and old.get("status") == value else now_timestamp()
@@ -196,12 +196,13 @@ class InferenceServiceController:
         failure = failure_of(self.ctx, latest) if latest is not None and not latest_ready else None
         self._write_status(isvc, url, predictor, spec_error, latest, serving, failure)
 
-    def _pods(self, namespace: str, name: str, isvc: dict[str, Any] | None) -> list[dict[str, Any]]:
-        uid = (isvc or {}).get("metadata", {}).get("uid")
-        items = self.store.list(PODS.key, namespace, label_equals=[(ISVC_LABEL, name)]).items
-        return [p for p in items if uid is None or any(r.get("uid") == uid for r in owner_references(p))]
+    def _pods(self, namespace: str, name: str, isvc: Unstructured | None) -> list[Unstructured]:
+        selector = [(ISVC_LABEL, name)]
+        if isvc is None:  # deleted: every pod it left
+            return self.store.list(PODS.key, namespace, label_equals=selector).items
+        return self.store.list_controlled(PODS.key, isvc, label_equals=selector)
 
-    def _create_pod(self, isvc: dict[str, Any], predictor: Predictor) -> dict[str, Any] | None:
+    def _create_pod(self, isvc: Unstructured, predictor: Predictor) -> Unstructured | None:
         namespace = isvc["metadata"]["namespace"]
         port = self.network.port(namespace, predictor.revision, "http1")
         try:
@@ -218,13 +219,13 @@ class InferenceServiceController:
         )
         return pod
 
-    def _delete_pod(self, pod: dict[str, Any]) -> None:
+    def _delete_pod(self, pod: Unstructured) -> None:
         meta = pod["metadata"]
         with contextlib.suppress(NotFoundError):
             self.store.delete(PODS.key, meta["namespace"], meta["name"], uid=meta["uid"])
         self.network.release_pod(meta["namespace"], meta["name"])
 
-    async def _drain_and_delete(self, pod: dict[str, Any]) -> None:
+    async def _drain_and_delete(self, pod: Unstructured) -> None:
         uid = pod["metadata"]["uid"]
         try:
             if pod.get("status", {}).get("podIP"):
@@ -243,7 +244,7 @@ class InferenceServiceController:
                 self.drains.discard(task)
 
     # -- readiness -------------------------------------------------------------------------------
-    def _ensure_probe(self, pod: dict[str, Any]) -> None:
+    def _ensure_probe(self, pod: Unstructured) -> None:
         uid = pod["metadata"]["uid"]
         if uid not in self.probes:
             self.probes[uid] = asyncio.create_task(
@@ -268,7 +269,7 @@ class InferenceServiceController:
             if self.ready.pop(uid, False) and owner:
                 self.enqueue(namespace, owner)
 
-    async def _probe(self, pod: dict[str, Any]) -> bool:
+    async def _probe(self, pod: Unstructured) -> bool:
         status = pod.get("status") or {}
         container = next(
             (c for c in status.get("containerStatuses") or [] if c.get("name") == _serving_name(pod)), None
@@ -292,11 +293,11 @@ class InferenceServiceController:
     # -- status ----------------------------------------------------------------------------------
     def _write_status(
         self,
-        isvc: dict[str, Any],
+        isvc: Unstructured,
         url: str,
         predictor: Predictor | None,
         spec_error: PredictorSpecError | None,
-        latest: dict[str, Any] | None,
+        latest: Unstructured | None,
         serving: tuple[str, str, Backend] | None,
         failure: Failure | None,
     ) -> None:
@@ -395,23 +396,23 @@ def _port_of(url: str | None) -> int:
     return 0
 
 
-def _serving_name(pod: dict[str, Any]) -> str:
+def _serving_name(pod: Unstructured) -> str:
     containers = pod.get("spec", {}).get("containers") or [{}]
     return str(containers[0].get("name") or PREDICTOR_CONTAINER)
 
 
-def _container_port(pod: dict[str, Any]) -> int:
+def _container_port(pod: Unstructured) -> int:
     container = (pod.get("spec", {}).get("containers") or [{}])[0]
     return int(((container.get("ports") or [{}])[0]).get("containerPort") or 8080)
 
 
-def _probe_path(pod: dict[str, Any]) -> str | None:
+def _probe_path(pod: Unstructured) -> str | None:
     container = (pod.get("spec", {}).get("containers") or [{}])[0]
     path = ((container.get("readinessProbe") or {}).get("httpGet") or {}).get("path")
     return str(path) if path else None
 
 
-def _progress(pod: dict[str, Any] | None) -> str:
+def _progress(pod: Unstructured | None) -> str:
     if pod is None:
         return "no pod"
     status = pod.get("status") or {}

@@ -22,7 +22,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from airflow_provider_training.embedded import canonical, runtime, serviceaccount
-from airflow_provider_training.embedded.controllers.refs import owner_references
 from airflow_provider_training.embedded.events import filtered, record_events
 from airflow_provider_training.embedded.network import LocalAddressing, shared_network
 from airflow_provider_training.embedded.resources import BY_KEY, BY_KIND, EVENTS, PODS, RESOURCE_TYPES, ResourceType
@@ -53,6 +52,7 @@ from airflow_provider_training.specs import defaulted_from_dict
 from airflow_provider_training.specs.annotations import WORKING_DIR_ANNOTATION
 from airflow_provider_training.specs.common import JobStatus
 from airflow_provider_training.specs.jobs import TrainingJob
+from airflow_provider_training.specs.unstructured import Unstructured, controlled_by
 
 log = logging.getLogger(__name__)
 SERVICES = BY_KEY["core/services"]
@@ -63,7 +63,7 @@ COMPONENT = "training-operator"
 Key = runtime.controller.Key
 
 
-def dump_status(status: JobStatus) -> dict[str, Any]:
+def dump_status(status: JobStatus) -> Unstructured:
     out: dict[str, Any] = status.model_dump(mode="json", by_alias=True, exclude_none=True)
     return out
 
@@ -93,7 +93,7 @@ class JobController:
         if event.type == "DELETED" and rt is not None and rt.training_job is not None:
             self._forget(event.object)
 
-    def _forget(self, obj: dict[str, Any]) -> None:
+    def _forget(self, obj: Unstructured) -> None:
         """A deleted job: its pods go by garbage collection; give back their addresses and ports."""
         try:
             job = defaulted_from_dict(obj)
@@ -122,17 +122,17 @@ class JobController:
         return await Pass(self, p, job, obj, resource, await self.job_pods(p, job)).run()
 
     # -- store helpers used by a pass -----------------------------------------------------------
-    async def job_pods(self, p: FrameworkPlugin, job: TrainingJob) -> list[dict[str, Any]]:
+    async def job_pods(self, p: FrameworkPlugin, job: TrainingJob) -> list[Unstructured]:
         return await self._owned(PODS.key, p, job)
 
-    async def job_services(self, p: FrameworkPlugin, job: TrainingJob) -> list[dict[str, Any]]:
+    async def job_services(self, p: FrameworkPlugin, job: TrainingJob) -> list[Unstructured]:
         return await self._owned(SERVICES.key, p, job)
 
-    async def _owned(self, resource: str, p: FrameworkPlugin, job: TrainingJob) -> list[dict[str, Any]]:
+    async def _owned(self, resource: str, p: FrameworkPlugin, job: TrainingJob) -> list[Unstructured]:
         terms = [(lbl.JOB_NAME, job.name.replace("/", "-")), (lbl.OPERATOR_NAME, p.info.operator_name)]
         items = await list_in_slices(self.store, resource, job.namespace, label_equals=terms)
         uid = job.metadata.uid
-        return [o for o in items if any(r.get("uid") == uid and r.get("controller") for r in owner_references(o))]
+        return [o for o in items if controlled_by(o, uid)]
 
 
 class Pass:
@@ -143,9 +143,9 @@ class Pass:
         c: JobController,
         p: FrameworkPlugin,
         job: TrainingJob,
-        obj: dict[str, Any],
+        obj: Unstructured,
         resource: str,
-        pods: list[dict[str, Any]],
+        pods: list[Unstructured],
     ) -> None:
         self.c, self.p, self.job, self.obj, self.resource = c, p, job, obj, resource
         self.store = c.store
@@ -265,20 +265,18 @@ class Pass:
         else:
             self.apply_config_map(dict(action.config_map))
 
-    def ensure(self, body: dict[str, Any], update: tuple[str, ...]) -> None:
+    def ensure(self, body: Unstructured, update: tuple[str, ...]) -> None:
         """Create ``body`` unless its name is taken; bring ``update`` fields of one this job controls to it."""
         rt = BY_KIND[body["kind"]]
         current = self.store.get(rt.key, self.job.namespace, body["metadata"]["name"])
         if current is None:
             self.create(rt, body, None, "")
             return
-        uid = self.job.metadata.uid
-        controlled = any(r.get("uid") == uid for r in current["metadata"].get("ownerReferences") or [])
-        if controlled and any(current.get(f) != body.get(f) for f in update):
+        if controlled_by(current, self.job.metadata.uid) and any(current.get(f) != body.get(f) for f in update):
             current.update({f: body.get(f) for f in update})
             self.store.update(rt.key, current, check_rv=False)
 
-    def apply_config_map(self, config: dict[str, Any]) -> None:
+    def apply_config_map(self, config: Unstructured) -> None:
         current = self.store.get(CONFIGMAPS.key, self.job.namespace, config["metadata"]["name"])
         if current is None:
             self.create(CONFIGMAPS, config, None, "")
@@ -288,7 +286,7 @@ class Pass:
 
     def create_pod(self, rtype: str, index: int) -> None:
         built = objects.build_pod(self.p, self.job, rtype, index, self.c.addressing)
-        pod: dict[str, Any] = dict(built.pod)
+        pod: Unstructured = dict(built.pod)
         workdir = self.job.metadata.annotation(WORKING_DIR_ANNOTATION)
         if workdir:
             annotations = pod["metadata"].setdefault("annotations", {})
@@ -297,7 +295,7 @@ class Pass:
         name = pod["metadata"]["name"]
         self.create(PODS, pod, "SuccessfulCreatePod", f"Created pod: {name}")
 
-    def create(self, rt: ResourceType, obj: dict[str, Any], reason: str | None, message: str) -> None:
+    def create(self, rt: ResourceType, obj: Unstructured, reason: str | None, message: str) -> None:
         """Queue ``obj`` for ``create_pending``: a pass writes what its plan creates in one transaction."""
         if rt is PODS:
             # the API server's defaults and canonical quantities; the token as the pod's account says

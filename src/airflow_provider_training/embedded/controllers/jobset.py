@@ -45,6 +45,7 @@ from airflow_provider_training.frameworks.trainer import jobset as js
 from airflow_provider_training.frameworks.trainer.status import find, set_condition
 from airflow_provider_training.specs.annotations import WORKING_DIR_ANNOTATION
 from airflow_provider_training.specs.batch import indexed_job_issues
+from airflow_provider_training.specs.unstructured import Unstructured, controlled_by, controller_ref
 
 log = logging.getLogger(__name__)
 JOBSETS = BY_KEY["jobset.x-k8s.io/jobsets"]
@@ -55,7 +56,7 @@ MANAGED_BY = "jobset.sigs.k8s.io/jobset-controller"
 Key = runtime.controller.Key
 
 
-def pod_hostnames(jobset: dict[str, Any]) -> list[str]:
+def pod_hostnames(jobset: Unstructured) -> list[str]:
     """Every pod hostname the JobSet's Jobs will have: ``<js>-<rjob>-<jobIdx>-<podIdx>``."""
     out = []
     name = jobset["metadata"]["name"]
@@ -67,7 +68,7 @@ def pod_hostnames(jobset: dict[str, Any]) -> list[str]:
     return out
 
 
-def localize(value: Any, jobset: dict[str, Any], network: Network) -> Any:
+def localize(value: Any, jobset: Unstructured, network: Network) -> Any:
     """``value`` (any JSON) with every ``<hostname>.<subdomain>`` of the JobSet's pods replaced by
     the loopback address reserved for that hostname."""
     namespace = jobset["metadata"].get("namespace", "default")
@@ -85,7 +86,7 @@ def localize(value: Any, jobset: dict[str, Any], network: Network) -> Any:
     return json.loads(text)
 
 
-def release(jobset: dict[str, Any], network: Network) -> None:
+def release(jobset: Unstructured, network: Network) -> None:
     namespace = jobset["metadata"].get("namespace", "default")
     with network.batch():  # one journal write for the JobSet, not one per pod
         for hostname in pod_hostnames(jobset):
@@ -110,7 +111,7 @@ def merge_mutable(job_template: dict[str, Any], rjob_template: dict[str, Any]) -
             spec[key] = merged
 
 
-def _set(conditions: list[dict[str, Any]], parts: tuple[str, str, str, str], now: datetime) -> bool:
+def _set(conditions: list[Unstructured], parts: tuple[str, str, str, str], now: datetime) -> bool:
     """``updateCondition``: a False condition is written only over an existing one; True flips
     StartupPolicyInProgress/Completed exclusive. Returns whether anything changed."""
     kind, value, reason, message = parts
@@ -170,7 +171,7 @@ class JobSetController:
             return None
         return await JobSetPass(self, obj).run()
 
-    async def owned_jobs(self, jobset: dict[str, Any]) -> list[dict[str, Any]]:
+    async def owned_jobs(self, jobset: Unstructured) -> list[Unstructured]:
         uid = jobset["metadata"]["uid"]
         items = await list_in_slices(
             self.store,
@@ -178,13 +179,9 @@ class JobSetController:
             jobset["metadata"]["namespace"],
             label_equals=[(js.JOBSET_NAME, jobset["metadata"]["name"])],
         )
-        return [
-            j
-            for j in items
-            if any(r.get("uid") == uid and r.get("controller") for r in j["metadata"].get("ownerReferences") or [])
-        ]
+        return [j for j in items if controlled_by(j, uid)]
 
-    async def delete_tree(self, resource: str, obj: dict[str, Any]) -> bool:
+    async def delete_tree(self, resource: str, obj: Unstructured) -> bool:
         """Foreground deletion: dependents (a JobSet's Jobs and Service, a Job's pods) first, each with
         its own dependents, in slow-start batches, then the object; False when it is not gone yet
         (more dependents than one pass deletes, or gone before)."""
@@ -212,20 +209,20 @@ class JobSetController:
 
 
 class JobSetPass:
-    def __init__(self, c: JobSetController, jobset: dict[str, Any]) -> None:
+    def __init__(self, c: JobSetController, jobset: Unstructured) -> None:
         self.c, self.store = c, c.store
         self.jobset = jobset
         self.namespace, self.name = jobset["metadata"]["namespace"], jobset["metadata"]["name"]
         self.status: dict[str, Any] = copy.deepcopy(jobset.get("status") or {})
         self.before = copy.deepcopy(self.status)
-        self.conditions: list[dict[str, Any]] = self.status.setdefault("conditions", [])
+        self.conditions: list[Unstructured] = self.status.setdefault("conditions", [])
         self.now = datetime.now(UTC)
         self.events: list[tuple[str, str, str]] = []
         self.requeue: float | None = None  # more Jobs to create than one pass creates: again at once
-        self._templates: dict[str, Any] | None = None
+        self._templates: Unstructured | None = None
 
     @property
-    def view(self) -> dict[str, Any]:
+    def view(self) -> Unstructured:
         """The JobSet with this pass's status (what the pure decisions read)."""
         return {**self.jobset, "status": self.status}
 
@@ -330,17 +327,10 @@ class JobSetPass:
         with contextlib.suppress(AlreadyExistsError):
             self.store.create(SERVICES.key, service)
 
-    def owner_reference(self) -> dict[str, Any]:
-        return {
-            "apiVersion": JOBSETS.api_version,
-            "kind": "JobSet",
-            "name": self.name,
-            "uid": self.jobset["metadata"]["uid"],
-            "controller": True,
-            "blockOwnerDeletion": True,
-        }
+    def owner_reference(self) -> Unstructured:
+        return dict(controller_ref(self.jobset, JOBSETS))
 
-    def create_job(self, job: dict[str, Any]) -> None:
+    def create_job(self, job: Unstructured) -> None:
         job["metadata"]["ownerReferences"] = [self.owner_reference()]
         spec = job["spec"]
         spec.setdefault("completionMode", "Indexed")
@@ -379,7 +369,7 @@ class JobSetPass:
         self.store.update(JOBS.key, created, check_rv=False)
         self.events.append(("Normal", "SuccessfulCreate", f"created job {created['metadata']['name']}"))
 
-    def job_creation_failed(self, job: dict[str, Any], issues: list[tuple[str, str]]) -> None:
+    def job_creation_failed(self, job: Unstructured, issues: list[tuple[str, str]]) -> None:
         """What the JobSet controller does when the API server refuses a Job: a Warning event
         ``JobCreationFailed`` (once per message here), and the pass fails, to be retried on its
         back-off. The text is kube-apiserver's (one cause bare, several in brackets)."""
@@ -402,7 +392,7 @@ class JobSetPass:
             and current.get("spec") == self.jobset.get("spec")
         )
 
-    def suspend_or_resume_job(self, job: dict[str, Any]) -> None:
+    def suspend_or_resume_job(self, job: Unstructured) -> None:
         suspend = bool(self.jobset["spec"].get("suspend"))
         if bool(job["spec"].get("suspend")) != suspend:
             current = self.store.get(JOBS.key, self.namespace, job["metadata"]["name"])
@@ -414,7 +404,7 @@ class JobSetPass:
             current["spec"]["suspend"] = suspend
             self.store.update(JOBS.key, current)  # (a Conflict: the pass runs again)
 
-    def templates(self) -> dict[str, Any]:
+    def templates(self) -> Unstructured:
         """Each replicated Job's pod template as this JobSet now says (localized), read once a pass."""
         if self._templates is None:
             self._templates = {

@@ -22,7 +22,10 @@ from pathlib import Path
 from typing import Any
 
 import airflow_provider_training
+from airflow_provider_training.specs.resources import BY_KEY
+from airflow_provider_training.specs.unstructured import Unstructured, controller_ref
 
+INFERENCESERVICES = BY_KEY["serving.kserve.io/inferenceservices"]
 KIT_SCHEME = "kit://"
 STORAGE_URI_ENV = "STORAGE_URI"
 MODEL_DIR = "/mnt/models"
@@ -71,7 +74,7 @@ def package_root() -> str:
     return str(Path(airflow_provider_training.__file__).resolve().parents[1])
 
 
-def revision_of(isvc: dict[str, Any]) -> str:
+def revision_of(isvc: Unstructured) -> str:
     """A revision name that changes exactly when the predictor spec (or the storage secret) changes."""
     predictor = (isvc.get("spec") or {}).get("predictor") or {}
     secret = ((isvc.get("metadata") or {}).get("annotations") or {}).get(STORAGE_SECRET_ANNOTATION, "")
@@ -80,7 +83,7 @@ def revision_of(isvc: dict[str, Any]) -> str:
     return f"{base}-predictor-{digest}"
 
 
-def desired(isvc: dict[str, Any]) -> Predictor:
+def desired(isvc: Unstructured) -> Predictor:
     """Interpret ``spec.predictor``; raises :class:`PredictorSpecError` with KServe's reasons."""
     spec = isvc.get("spec") or {}
     predictor = spec.get("predictor")
@@ -134,7 +137,7 @@ def _check_uri(uri: Any, field: str, *, required: bool) -> None:
         )
 
 
-def build_pod(isvc: dict[str, Any], predictor: Predictor, port: int) -> dict[str, Any]:
+def build_pod(isvc: Unstructured, predictor: Predictor, port: int) -> Unstructured:
     """The Pod of ``predictor`` for ``isvc``, owned by it (deleting the InferenceService deletes it)."""
     meta = isvc["metadata"]
     name, namespace = meta["name"], meta["namespace"]
@@ -149,7 +152,7 @@ def build_pod(isvc: dict[str, Any], predictor: Predictor, port: int) -> dict[str
         container: dict[str, Any] = {
             "name": PREDICTOR_CONTAINER,
             "image": TORCHSCRIPT_IMAGE,
-            "command": [sys.executable, "-m", "airflow_provider_training.embedded.runtimes.torchscript"],
+            "command": [sys.executable, "-m", "airflow_provider_training.embedded.workloads.torchscript"],
             "args": [
                 f"--model-dir={MODEL_DIR}",
                 f"--model-name={name}",
@@ -173,7 +176,7 @@ def build_pod(isvc: dict[str, Any], predictor: Predictor, port: int) -> dict[str
         if predictor.storage_uri:
             mounts = [m for m in container.get("volumeMounts") or [] if m.get("mountPath") != MODEL_DIR]
             container["volumeMounts"] = [*mounts, {**mount, "readOnly": True}]
-    pod: dict[str, Any] = {
+    pod: Unstructured = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
@@ -186,16 +189,7 @@ def build_pod(isvc: dict[str, Any], predictor: Predictor, port: int) -> dict[str
                 "app": f"{name}-predictor",
             },
             "annotations": {"serving.kserve.io/storage-initializer-sourceuri": predictor.storage_uri or ""},
-            "ownerReferences": [
-                {
-                    "apiVersion": isvc.get("apiVersion", "serving.kserve.io/v1beta1"),
-                    "kind": "InferenceService",
-                    "name": name,
-                    "uid": meta["uid"],
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
+            "ownerReferences": [controller_ref(isvc, INFERENCESERVICES)],
         },
         "spec": {
             "containers": [container],
@@ -208,7 +202,7 @@ def build_pod(isvc: dict[str, Any], predictor: Predictor, port: int) -> dict[str
         initializer: dict[str, Any] = {
             "name": STORAGE_INITIALIZER,
             "image": STORAGE_INITIALIZER_IMAGE,
-            "command": [sys.executable, "-m", "airflow_provider_training.embedded.runtimes.storage_initializer"],
+            "command": [sys.executable, "-m", "airflow_provider_training.embedded.workloads.storage_initializer"],
             "args": [predictor.storage_uri, MODEL_DIR],
             "env": [python_path],
             "terminationMessagePolicy": "FallbackToLogsOnError",

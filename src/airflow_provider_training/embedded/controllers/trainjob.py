@@ -19,7 +19,7 @@ Embedded differences: the rendezvous port 29500 (``PET_MASTER_PORT``, ``JAX_COOR
 so concurrent jobs on one machine never collide; pod DNS names become loopback addresses
 (``controllers/jobset.py``). A build error (e.g. a torchtune command) fails the TrainJob with reason
 ``TrainJobResourcesCreationFailed`` instead of retrying forever. Initializers: Kubeflow's
-initializer images run ``embedded/runtimes/trainer_initializer.py`` (``kit://``, ``pvc://``, local
+initializer images run ``embedded/workloads/trainer_initializer.py`` (``kit://``, ``pvc://``, local
 paths); an ``hf://`` or ``s3://`` storageUri fails the TrainJob at once with reason
 ``InitializerNotSupported`` and a message saying what works instead. MPI: no sshd here, so
 ``mpirun`` on the launcher gets an rsh agent that runs ``orted`` in the node pods through the node's
@@ -44,9 +44,9 @@ from airflow_provider_training.embedded.network import Network, shared_network
 from airflow_provider_training.embedded.paths import Home
 from airflow_provider_training.embedded.resources import BY_KEY
 from airflow_provider_training.embedded.runtime import ControllerContext, For, Owns, WorkQueue
-from airflow_provider_training.embedded.runtimes import trainer_initializer
 from airflow_provider_training.embedded.store import AlreadyExistsError, ConflictError, Store, WatchEvent
 from airflow_provider_training.embedded.trainerruntimes import snapshot_runtime
+from airflow_provider_training.embedded.workloads import trainer_initializer
 from airflow_provider_training.frameworks.mpi import LOCAL_PROCESS_ENV
 from airflow_provider_training.frameworks.trainer import BuildError, StatusServer, admission, build, new_ssh_key
 from airflow_provider_training.frameworks.trainer.status import finished, reconcile_status, set_condition
@@ -54,6 +54,7 @@ from airflow_provider_training.specs.annotations import WORKING_DIR_ANNOTATION
 from airflow_provider_training.specs.trainer import constants as c
 from airflow_provider_training.specs.trainer.documents import check_document
 from airflow_provider_training.specs.trainer.models import TrainingRuntime, TrainJob
+from airflow_provider_training.specs.unstructured import Unstructured, controlled_by
 
 log = logging.getLogger(__name__)
 TRAINJOBS = BY_KEY["trainer.kubeflow.org/trainjobs"]
@@ -99,7 +100,7 @@ def status_server(home: Home) -> StatusServer | None:
     return StatusServer(url, ca) if url else None
 
 
-def localize_ports(jobset: dict[str, Any], network: Network) -> dict[str, Any]:
+def localize_ports(jobset: Unstructured, network: Network) -> Unstructured:
     """Replace the rendezvous port 29500 the plugins inject by a free port reserved for the TrainJob."""
     meta = jobset["metadata"]
     port = str(network.port(meta.get("namespace", "default"), _port_key(meta["name"]), "rendezvous"))
@@ -173,7 +174,7 @@ class TrainJobController:
 
 
 class TrainJobPass:
-    def __init__(self, c: TrainJobController, obj: dict[str, Any], trainjob: TrainJob) -> None:
+    def __init__(self, c: TrainJobController, obj: Unstructured, trainjob: TrainJob) -> None:
         self.c, self.store, self.obj, self.trainjob = c, c.store, obj, trainjob
         self.namespace, self.name = obj["metadata"]["namespace"], obj["metadata"]["name"]
         self.now = datetime.now(UTC)
@@ -182,9 +183,7 @@ class TrainJobPass:
     async def run(self) -> float | None:
         conditions = (self.obj.get("status") or {}).get("conditions") or []
         jobset = self.store.get(JOBSETS.key, self.namespace, self.name)
-        if jobset is not None and not any(
-            r.get("uid") == self.obj["metadata"]["uid"] for r in jobset["metadata"].get("ownerReferences") or []
-        ):
+        if jobset is not None and not controlled_by(jobset, self.obj["metadata"]["uid"]):
             jobset = None  # someone else's JobSet of that name: never adopted
         if finished(conditions) and jobset is None:
             return None  # failed before a JobSet existed, or done and cleaned up: nothing to watch
@@ -217,7 +216,7 @@ class TrainJobPass:
 
     def desired(
         self, runtime_obj: TrainingRuntime, *, new_key: bool
-    ) -> tuple[dict[str, Any], list[dict[str, Any]]] | str:
+    ) -> tuple[dict[str, Any], list[Unstructured]] | str:
         """The JobSet as this node runs it, and the objects its pods mount (status CA, MPI hostfile and,
         with ``new_key``, the SSH Secret); or why it cannot be built."""
         framework = runtime_obj.spec.ml_policy.framework if runtime_obj.spec.ml_policy is not None else None
@@ -242,7 +241,7 @@ class TrainJobPass:
             self.local_mpi(jobset)
         return jobset, [jobsets.localize(extra, jobset, self.c.network) for extra in built.objects]
 
-    def create(self) -> tuple[dict[str, Any] | None, float | None]:
+    def create(self) -> tuple[Unstructured | None, float | None]:
         runtime_obj = self.runtime()
         if runtime_obj is None:
             return None, 5.0  # the runtime may still be created
@@ -265,13 +264,13 @@ class TrainJobPass:
         self.events.append(("Normal", "SuccessfulCreate", f"Created JobSet: {self.name}"))
         return created, None
 
-    def create_extras(self, extras: list[dict[str, Any]]) -> None:
+    def create_extras(self, extras: list[Unstructured]) -> None:
         for extra in extras:  # created once (the MPI Secret is immutable), before the pods that mount them
             resource = "core/configmaps" if extra["kind"] == "ConfigMap" else "core/secrets"
             with contextlib.suppress(AlreadyExistsError):
                 self.store.create(resource, extra)
 
-    def reapply(self, jobset: dict[str, Any]) -> tuple[dict[str, Any], float | None]:
+    def reapply(self, jobset: Unstructured) -> tuple[dict[str, Any], float | None]:
         """The JobSet built again from the runtime snapshot and the TrainJob as it is now (its
         ``suspend``, changed ``runtimePatches``), checked by JobSet's webhook as an update: while
         suspended only the pod templates' labels, annotations, nodeSelector, tolerations and
@@ -308,7 +307,7 @@ class TrainJobPass:
         note = error if len(error) <= 950 else error[:950] + " ..."
         self.events.append(("Warning", CREATION_FAILED, f"TrainJob resources reconciliation failed: {note}"))
 
-    def local_initializers(self, jobset: dict[str, Any]) -> None:
+    def local_initializers(self, jobset: Unstructured) -> None:
         """Kubeflow's initializer images run ``trainer_initializer`` here (no image entrypoints run on
         this node), with the directory of this namespace's claims for ``pvc://`` sources."""
         claims = str(self.c.home.claim_dir(self.namespace, "x").parent)
@@ -322,7 +321,7 @@ class TrainJobPass:
                 container["command"] = [sys.executable, "-m", trainer_initializer.__name__, step]
                 container.setdefault("env", []).append({"name": trainer_initializer.PVC_ROOT_ENV, "value": claims})
 
-    def local_mpi(self, jobset: dict[str, Any]) -> None:
+    def local_mpi(self, jobset: Unstructured) -> None:
         """OpenMPI without sshd: mpirun reaches the node pods through the node's exec (as the v1
         MPIJob's kubexec.sh does), over loopback; nodes that would run ``sshd`` just wait."""
         agent = self.c.rsh_agent()
@@ -336,7 +335,7 @@ class TrainJobPass:
                 env = [e for e in container.get("env") or [] if e.get("name") not in extra]
                 container["env"] = env + [{"name": k, "value": v} for k, v in extra.items()]
 
-    def sync_suspend(self, jobset: dict[str, Any]) -> dict[str, Any]:
+    def sync_suspend(self, jobset: Unstructured) -> Unstructured:
         suspend = bool(self.trainjob.spec.suspend)
         if bool(jobset["spec"].get("suspend")) == suspend:
             return jobset
@@ -344,7 +343,7 @@ class TrainJobPass:
         jobset["spec"]["suspend"] = suspend
         return self.store.update(JOBSETS.key, jobset)  # (read by this pass: a Conflict runs it again)
 
-    async def delete_jobset(self, jobset: dict[str, Any]) -> bool:
+    async def delete_jobset(self, jobset: Unstructured) -> bool:
         """The JobSet and what it owns, pods first, in slow-start batches; False while more remain
         than one pass deletes."""
         children = [

@@ -55,7 +55,7 @@ from airflow_provider_training.embedded.node import (
 )
 from airflow_provider_training.embedded.node.capacity import Capacity
 from airflow_provider_training.embedded.node.execbroker import ExecBroker
-from airflow_provider_training.embedded.node.runtime import Runtime
+from airflow_provider_training.embedded.node.profiles import Runtime
 from airflow_provider_training.embedded.resources import BY_KEY, EVENTS, PODS
 from airflow_provider_training.embedded.runtime import (
     ControllerContext,
@@ -67,6 +67,7 @@ from airflow_provider_training.embedded.runtime import (
 )
 from airflow_provider_training.embedded.runtime.controller import Key, key_of
 from airflow_provider_training.embedded.store import NotFoundError, Store, WatchEvent, now_timestamp
+from airflow_provider_training.specs.unstructured import Unstructured, controller_of
 
 log = logging.getLogger(__name__)
 CONFIGMAPS = BY_KEY["core/configmaps"]
@@ -118,7 +119,7 @@ class Tracked:
     process: subprocess.Popen[bytes] | None = None  # when started directly, not by the zygote
     started: float = field(default_factory=time.monotonic)
     state_mtime: int = 0
-    state: dict[str, Any] | None = None  # the supervisor's last state read
+    state: Unstructured | None = None  # the supervisor's last state read
     done: bool = False
     deleting: bool = False
     seen: podstatus.Seen = field(default_factory=podstatus.Seen)
@@ -127,7 +128,7 @@ class Tracked:
     orphans_deadline: float | None = None
     # The binding (nodeName, addresses, PodScheduled) not yet in the store: it goes with the pod's
     # first status write, so a fast pod costs one write, not one to bind and one per state.
-    binding: dict[str, Any] | None = None
+    binding: Unstructured | None = None
     # Since when the pod has a change not yet written (monotonic), None when the store is current.
     unwritten_since: float | None = None
     address: str = ""  # the pod's address, published (``podspec.endpoints_dir``) once a container started
@@ -333,7 +334,7 @@ class NodeAgent:
                 keys.append(key)
         return keys
 
-    def _wait(self, pod: dict[str, Any]) -> None:
+    def _wait(self, pod: Unstructured) -> None:
         meta = pod["metadata"]
         uid = meta.get("uid", "")
         self.waiting[uid] = key_of(PODS.key, meta["namespace"], meta["name"])
@@ -346,7 +347,7 @@ class NodeAgent:
         if key is not None and self.waiting_names.get((key.namespace, key.name)) == uid:
             del self.waiting_names[(key.namespace, key.name)]
 
-    def _on_deleted(self, pod: dict[str, Any]) -> None:
+    def _on_deleted(self, pod: Unstructured) -> None:
         uid = pod["metadata"].get("uid", "")
         self._unwait(uid)
         self.refused_groups.pop(_controller_uid(pod), None)  # its group changed
@@ -408,7 +409,7 @@ class NodeAgent:
                     wake.append(delay)
         return min(wake) if wake else None
 
-    async def _consider(self, pod: dict[str, Any]) -> float | None:
+    async def _consider(self, pod: Unstructured) -> float | None:
         """A pod this node does not run yet: start it with the other waiting pods of its owner (one
         job's pods are admitted together), or note why not; the seconds until it is tried again."""
         meta = pod["metadata"]
@@ -445,7 +446,7 @@ class NodeAgent:
         at = self.retry.get(uid, (0.0, 0.0))[0] - time.monotonic()
         return at if at > 0 else None
 
-    async def _waiting_siblings(self, pod: dict[str, Any]) -> list[dict[str, Any]]:
+    async def _waiting_siblings(self, pod: Unstructured) -> list[Unstructured]:
         """The other pods of the same controlling owner that wait to start on this node."""
         meta = pod["metadata"]
         owner = _controller_uid(pod)
@@ -478,7 +479,7 @@ class NodeAgent:
         return siblings
 
     # -- starting pods --------------------------------------------------------------------------
-    async def _start_group(self, pods: list[dict[str, Any]]) -> bool:
+    async def _start_group(self, pods: list[Unstructured]) -> bool:
         """Start a group's pods together; False when there is no room for the group."""
         try:
             decision = self.capacity.admit(pods)
@@ -489,7 +490,7 @@ class NodeAgent:
         if not decision.admitted:
             # (in slow-start batches, as every write of a large group: the loop serves others between;
             # each batch's statuses and events one transaction)
-            pending: list[tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]] = []
+            pending: list[tuple[dict[str, Any], list[tuple[str, Unstructured]]]] = []
             await slow_start_batch(
                 pods,
                 lambda pod: self._unschedulable(pod, decision.message, pending),
@@ -499,9 +500,9 @@ class NodeAgent:
         with self.network.batch():  # the group's addresses persisted once, before any of them runs
             for pod in pods:
                 self.network.pod_address(pod["metadata"]["namespace"], pod["metadata"]["name"])
-        started_pods: list[dict[str, Any]] = []
+        started_pods: list[Unstructured] = []
 
-        def start(pod: dict[str, Any]) -> None:
+        def start(pod: Unstructured) -> None:
             uid = pod["metadata"]["uid"]
             if decision.warning_reason:
                 self._event(pod, "Warning", decision.warning_reason, decision.message)
@@ -537,13 +538,13 @@ class NodeAgent:
         )
         return True
 
-    def _still_stored(self, pod: dict[str, Any]) -> bool:
+    def _still_stored(self, pod: Unstructured) -> bool:
         meta = pod["metadata"]
         current = self.store.get(PODS.key, meta["namespace"], meta["name"])
         return current is not None and current["metadata"].get("uid") == meta["uid"]
 
     def _unschedulable(
-        self, pod: dict[str, Any], message: str, pending: list[tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]]
+        self, pod: Unstructured, message: str, pending: list[tuple[dict[str, Any], list[tuple[str, Unstructured]]]]
     ) -> None:
         """Queue the pod's PodScheduled=False status and its FailedScheduling event on ``pending``."""
         uid = pod["metadata"]["uid"]
@@ -555,7 +556,7 @@ class NodeAgent:
         event = podstatus.unschedulable(pod.setdefault("status", {}), message, now_timestamp())
         pending.append((pod, [(EVENTS.key, new_event(pod, *event, "default-scheduler"))]))
 
-    def _store_statuses(self, pending: list[tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]]) -> None:
+    def _store_statuses(self, pending: list[tuple[dict[str, Any], list[tuple[str, Unstructured]]]]) -> None:
         """The queued statuses (and events) over the stored pods, in one transaction."""
         items = [
             (pod["metadata"]["namespace"], pod["metadata"]["name"], self._status_change(pod), also)
@@ -566,7 +567,7 @@ class NodeAgent:
             if written is not None:
                 self.own_writes.add(written)
 
-    def _start(self, pod: dict[str, Any], gpu_ids: list[str]) -> bool:
+    def _start(self, pod: Unstructured, gpu_ids: list[str]) -> bool:
         meta = pod["metadata"]
         uid, namespace, name = meta["uid"], meta["namespace"], meta["name"]
         directory = self.node_dir / "pods" / uid
@@ -609,7 +610,7 @@ class NodeAgent:
         self.work.add_after(tracked.key, self.window)
         return True
 
-    def _warn_unsandboxed(self, pod: dict[str, Any], spec: dict[str, Any]) -> None:
+    def _warn_unsandboxed(self, pod: Unstructured, spec: dict[str, Any]) -> None:
         """One Warning event per pod for what of it this node does not enforce."""
         if spec.get("warnings"):
             self._event(
@@ -622,7 +623,7 @@ class NodeAgent:
             self._event(pod, "Warning", "NoSandbox", NO_SANDBOX)
 
     @staticmethod
-    def _binding(pod: dict[str, Any], pod_ip: str, now: str) -> dict[str, Any]:
+    def _binding(pod: Unstructured, pod_ip: str, now: str) -> Unstructured:
         """What binding the pod to this node sets: the status a kubelet reports before the containers run."""
         scheduled = {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": now}
         return {
@@ -635,7 +636,7 @@ class NodeAgent:
             "conditions": [scheduled],
         }
 
-    def _cannot_start(self, pod: dict[str, Any], exc: podspec.PodConfigError) -> None:
+    def _cannot_start(self, pod: Unstructured, exc: podspec.PodConfigError) -> None:
         """The pod stays Pending with the kubelet's waiting reason and one event per new message,
         and is tried again after a back-off that doubles with each failure."""
         uid = pod["metadata"]["uid"]
@@ -656,7 +657,7 @@ class NodeAgent:
         self._event(pod, *event)
         self._write(pod)
 
-    def _lost(self, pod: dict[str, Any], stopped: bool = False, tracked: Tracked | None = None) -> None:
+    def _lost(self, pod: Unstructured, stopped: bool = False, tracked: Tracked | None = None) -> None:
         podstatus.lost(pod.setdefault("status", {}), stopped, now_timestamp())
         self._write(pod, tracked)
 
@@ -684,7 +685,7 @@ class NodeAgent:
         self._report(tracked)
         return None
 
-    def _record_events(self, tracked: Tracked, pod: dict[str, Any] | None = None) -> None:
+    def _record_events(self, tracked: Tracked, pod: Unstructured | None = None) -> None:
         """The events not yet written, alone (no status write to go with them); ``pod``: the stored
         pod when the caller has just read it."""
         events, tracked.events = tracked.events, []
@@ -745,7 +746,7 @@ class NodeAgent:
             self._release(tracked.uid)
         return True
 
-    def _report(self, tracked: Tracked, pod: dict[str, Any] | None = None) -> None:
+    def _report(self, tracked: Tracked, pod: Unstructured | None = None) -> None:
         tracked.unwritten_since = None
         if pod is None:
             pod = self.store.get(PODS.key, tracked.namespace, tracked.name)
@@ -845,7 +846,7 @@ class NodeAgent:
 
     # -- store helpers --------------------------------------------------------------------------
     def _write(
-        self, pod: dict[str, Any], tracked: Tracked | None = None, events: tuple[tuple[str, str, str, str], ...] = ()
+        self, pod: Unstructured, tracked: Tracked | None = None, events: tuple[tuple[str, str, str, str], ...] = ()
     ) -> None:
         """Write the pod's status (and its binding: nodeName, or ``tracked``'s binding not yet
         written) over the stored pod, if it is still the same pod; ``events`` (type, reason,
@@ -860,7 +861,7 @@ class NodeAgent:
         with contextlib.suppress(NotFoundError):
             self._store_status(pod, also)
 
-    def _store_status(self, pod: dict[str, Any], also: list[tuple[str, dict[str, Any]]]) -> None:
+    def _store_status(self, pod: Unstructured, also: list[tuple[str, Unstructured]]) -> None:
         """``pod``'s status and nodeName over the stored pod, read and written as one step (a
         client's write to the pod meanwhile is kept), if it is still the same pod."""
         meta = pod["metadata"]
@@ -871,11 +872,11 @@ class NodeAgent:
             self.own_writes.add(written)
 
     @staticmethod
-    def _status_change(pod: dict[str, Any]) -> Callable[[dict[str, Any]], dict[str, Any] | None]:
+    def _status_change(pod: Unstructured) -> Callable[[dict[str, Any]], Unstructured | None]:
         """``pod``'s status and nodeName over the stored pod, if it is still the same pod."""
         meta = pod["metadata"]
 
-        def change(current: dict[str, Any]) -> dict[str, Any] | None:
+        def change(current: Unstructured) -> Unstructured | None:
             if current["metadata"].get("uid") != meta.get("uid"):
                 return None
             current["status"] = pod.get("status") or {}
@@ -891,21 +892,14 @@ class NodeAgent:
         shutil.rmtree(directory, ignore_errors=True)
         shutil.rmtree(rundir.empty_dir(self.node_dir, directory.name), ignore_errors=True)
 
-    def _event(self, pod: dict[str, Any], type_: str, reason: str, message: str, component: str = COMPONENT) -> None:
+    def _event(self, pod: Unstructured, type_: str, reason: str, message: str, component: str = COMPONENT) -> None:
         record_event(self.store, pod, type_, reason, message, component)
 
 
-def _controller_uid(pod: dict[str, Any]) -> str:
+def _controller_uid(pod: Unstructured) -> str:
     """The uid of the pod's controlling owner ("" when none)."""
-    refs = pod["metadata"].get("ownerReferences")
-    return next(
-        (
-            str(r.get("uid"))
-            for r in (refs if isinstance(refs, list) else [])
-            if isinstance(r, dict) and r.get("controller") and r.get("uid")
-        ),
-        "",
-    )
+    ref = controller_of(pod)
+    return str(ref.get("uid") or "") if ref is not None else ""
 
 
 def _describe(exc: BaseException) -> str:
@@ -920,7 +914,7 @@ def _describe(exc: BaseException) -> str:
     return f"invalid pod: {text}" if isinstance(exc, ValueError) else text
 
 
-def _containers(pod: dict[str, Any]) -> list[dict[str, Any]]:
+def _containers(pod: Unstructured) -> list[Unstructured]:
     spec = pod.get("spec")
     containers = spec.get("containers") if isinstance(spec, dict) else None
     if not isinstance(containers, list):

@@ -20,9 +20,9 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
 
 from airflow_provider_training.embedded.node.podspec import GPU, gpus_requested, parse_quantity, resources
+from airflow_provider_training.specs.unstructured import Unstructured
 
 
 def detect_gpus() -> list[str]:
@@ -57,7 +57,7 @@ def _make_uvm_device() -> None:
         subprocess.run(["nvidia-modprobe", "-u", "-c=0"], capture_output=True, timeout=10, check=False)
 
 
-def _cpu_memory(pod: dict[str, Any]) -> tuple[Decimal, Decimal]:
+def _cpu_memory(pod: Unstructured) -> tuple[Decimal, Decimal]:
     cpu = memory = Decimal(0)
     for c in pod.get("spec", {}).get("containers") or []:
         requests, _ = resources(c)
@@ -97,7 +97,7 @@ class Capacity:
         taken = {g for ids, _, _ in self.held.values() for g in ids}
         return [g for g in self.gpus if g not in taken]
 
-    def admit(self, pods: list[dict[str, Any]]) -> Decision:
+    def admit(self, pods: list[Unstructured]) -> Decision:
         """All of ``pods`` (one job's pods waiting to start) or none of them."""
         free = self.free_gpus()
         need = sum(gpus_requested(p) for p in pods)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_training.embedded.node import lifecycle, orted, podexec, proctree
+from airflow_provider_training.specs.unstructured import Unstructured
 
 log = logging.getLogger(__name__)
 MAX_REQUEST = 1 << 20
@@ -166,7 +167,7 @@ class ExecBroker:
             return refusal, namespace, None
         return "", namespace, pod_dir
 
-    def _pod_of(self, pid: int) -> dict[str, Any] | None:
+    def _pod_of(self, pid: int) -> Unstructured | None:
         """The spec of the MPI launcher pod whose view process ``pid`` is in, or None."""
         try:
             view = os.readlink(f"/proc/{pid}/ns/mnt")

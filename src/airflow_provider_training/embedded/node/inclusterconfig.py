@@ -27,6 +27,7 @@ from airflow_provider_training.embedded import serviceaccount
 from airflow_provider_training.embedded.node import isolation
 from airflow_provider_training.embedded.paths import Home
 from airflow_provider_training.embedded.store import Store
+from airflow_provider_training.specs.unstructured import Unstructured
 
 TOKEN_SECONDS = 3600  # a projection's expirationSeconds when it names none (the API's default)
 
@@ -58,7 +59,7 @@ def service_env(home: Home) -> dict[str, str]:
     }
 
 
-def _field(pod: dict[str, Any], path: str) -> str:
+def _field(pod: Unstructured, path: str) -> str:
     meta = pod.get("metadata") or {}
     if path.startswith(("metadata.labels", "metadata.annotations")):
         table = meta.get("labels" if "labels" in path else "annotations") or {}
@@ -103,7 +104,7 @@ def _object_data(store: Store, home: Home, kind: str, namespace: str, name: str)
     return out
 
 
-def _token(store: Store, home: Home, pod: dict[str, Any], projection: dict[str, Any]) -> str:
+def _token(store: Store, home: Home, pod: Unstructured, projection: dict[str, Any]) -> str:
     """The pod's token for a ``serviceAccountToken`` projection. Without an ``audience`` it is the
     API server's (valid while the pod lives); with one (Trainer's status token) it is for that
     audience only and expires after ``expirationSeconds`` (default 3600), as the kubelet's."""
@@ -126,7 +127,7 @@ def _token(store: Store, home: Home, pod: dict[str, Any], projection: dict[str, 
     )
 
 
-def refresh_tokens(store: Store, home: Home, pod: dict[str, Any], volumes_dir: Path, now: float) -> int:
+def refresh_tokens(store: Store, home: Home, pod: Unstructured, volumes_dir: Path, now: float) -> int:
     """Tokens that expire are written again once 80 % of their life has passed, as the kubelet
     rotates them; returns how many were written."""
     written = 0
@@ -156,7 +157,7 @@ class ProjectionError(Exception):
 def write_projected(
     store: Store,
     home: Home,
-    pod: dict[str, Any],
+    pod: Unstructured,
     volume: dict[str, Any],
     directory: Path,
     fs_user: int | None = None,

@@ -43,7 +43,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from airflow_provider_training.embedded.node import paths as safe
+from airflow_provider_training.embedded.node import safepaths as safe
 
 NAMESPACE = "namespace"
 LINKS = "links"

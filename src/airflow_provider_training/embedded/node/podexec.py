@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_training.embedded.node import isolation, orted, privileges, proctree
-from airflow_provider_training.embedded.node import paths as safe
+from airflow_provider_training.embedded.node import safepaths as safe
 
 SPEC = "spec.json"
 # One file per exec'd process of the pod (its pid; its start time inside): what the pod's supervisor

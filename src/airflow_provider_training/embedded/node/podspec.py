@@ -24,13 +24,14 @@ from typing import Any
 
 from airflow_provider_training.embedded import volumes as claims
 from airflow_provider_training.embedded.node import inclusterconfig, isolation, orted, privileges, rundir, security
-from airflow_provider_training.embedded.node import paths as safe
+from airflow_provider_training.embedded.node import safepaths as safe
 from airflow_provider_training.embedded.node.isolation import Sandbox
-from airflow_provider_training.embedded.node.runtime import Runtime
+from airflow_provider_training.embedded.node.profiles import Runtime
 from airflow_provider_training.embedded.paths import Home
 from airflow_provider_training.embedded.store import Store
 from airflow_provider_training.frameworks import expand_command, mpi, plugin_for_operator, pytorch, resolve_env
 from airflow_provider_training.frameworks.labels import JOB_NAME, OPERATOR_NAME
+from airflow_provider_training.specs.unstructured import ObjectMeta, Unstructured, controller_of
 
 NODE_NAME = "embedded"
 GPU = "nvidia.com/gpu"
@@ -90,7 +91,7 @@ def resources(container: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]
     return requests, limits
 
 
-def gpus_requested(pod: dict[str, Any]) -> int:
+def gpus_requested(pod: Unstructured) -> int:
     total = 0
     for c in pod.get("spec", {}).get("containers") or []:
         requests, _ = resources(c)
@@ -110,11 +111,11 @@ class Context:
     sandbox: Sandbox = field(default_factory=Sandbox)
 
 
-def _lookup(ctx: Context, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+def _lookup(ctx: Context, kind: str, namespace: str, name: str) -> Unstructured | None:
     return ctx.store.get(f"core/{kind}s", namespace, name)
 
 
-def _data(obj: dict[str, Any], kind: str) -> dict[str, str]:
+def _data(obj: Unstructured, kind: str) -> dict[str, str]:
     data = obj.get("data") or {}
     if not isinstance(data, dict):
         raise PodConfigError("CreateContainerConfigError", f"{_title(kind)} {_ref(obj)}: data is not a map")
@@ -140,12 +141,12 @@ def _title(kind: str) -> str:
     return "ConfigMap" if kind == "configmap" else "Secret"
 
 
-def _ref(obj: dict[str, Any]) -> str:
+def _ref(obj: Unstructured) -> str:
     meta = obj.get("metadata") or {}
     return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
-def _field(pod: dict[str, Any], path: str, pod_ip: str) -> str:
+def _field(pod: Unstructured, path: str, pod_ip: str) -> str:
     meta = pod.get("metadata", {})
     simple = {
         "metadata.name": meta.get("name", ""),
@@ -197,7 +198,7 @@ def _key_ref(ctx: Context, namespace: str, ref: dict[str, Any], kind: str) -> st
     return data[key]
 
 
-def environment(ctx: Context, pod: dict[str, Any], container: dict[str, Any]) -> dict[str, str]:
+def environment(ctx: Context, pod: Unstructured, container: dict[str, Any]) -> dict[str, str]:
     namespace = pod["metadata"]["namespace"]
     base: dict[str, str] = {}
     for source in container.get("envFrom") or []:
@@ -274,7 +275,7 @@ def _write_items(directory: Path, data: dict[str, str], spec: dict[str, Any]) ->
                 entry.unlink(missing_ok=True)
 
 
-def refresh_config_volumes(ctx: Context, pod: dict[str, Any], pod_dir: Path, kind: str, name: str) -> list[str]:
+def refresh_config_volumes(ctx: Context, pod: Unstructured, pod_dir: Path, kind: str, name: str) -> list[str]:
     """Rewrite the pod's volumes that show ConfigMap / Secret ``name`` (``kind`` "configmap" or
     "secret") from its current data, as the kubelet's periodic sync does. Returns the volumes updated."""
     updated = []
@@ -295,7 +296,7 @@ def refresh_config_volumes(ctx: Context, pod: dict[str, Any], pod_dir: Path, kin
 
 
 def volume_dirs(
-    ctx: Context, pod: dict[str, Any], pod_dir: Path, fs: security.PodSecurity | None = None
+    ctx: Context, pod: Unstructured, pod_dir: Path, fs: security.PodSecurity | None = None
 ) -> dict[str, Path]:
     namespace = pod["metadata"]["namespace"]
     fs = fs or security.PodSecurity()
@@ -443,11 +444,11 @@ def mounts(
 # -- the whole pod ---------------------------------------------------------------------------
 def build(
     ctx: Context,
-    pod: dict[str, Any],
+    pod: Unstructured,
     pod_dir: Path,
     gpu_ids: list[str],
     node_has_gpus: bool,
-) -> dict[str, Any]:
+) -> Unstructured:
     meta, spec = pod["metadata"], pod.get("spec") or {}
     try:
         fs = security.pod_security(pod)
@@ -542,13 +543,10 @@ def build(
     }
 
 
-def _controller_uid(meta: dict[str, Any]) -> str:
+def _controller_uid(meta: ObjectMeta) -> str:
     """The uid of the object that controls the pod (its job), or ""."""
-    refs = meta.get("ownerReferences")
-    for ref in refs if isinstance(refs, list) else []:
-        if isinstance(ref, dict) and ref.get("controller"):
-            return str(ref.get("uid") or "")
-    return ""
+    ref = controller_of({"metadata": meta})
+    return str(ref.get("uid") or "") if ref is not None else ""
 
 
 _LOOKUP = re.compile(r"nslookup\s+([A-Za-z0-9.-]+)")
@@ -628,7 +626,7 @@ def deliver_kubectl(directory: Path, node_dir: Path, namespace: str) -> None:
 JOB_LABELS = ("jobset.sigs.k8s.io/jobset-name", JOB_NAME)
 
 
-def job_of(meta: dict[str, Any]) -> str:
+def job_of(meta: ObjectMeta) -> str:
     """Which job the pod belongs to, for the node's exec (an MPI launcher reaches its own job's pods)."""
     labels = meta.get("labels") if isinstance(meta.get("labels"), dict) else {}
     assert isinstance(labels, dict)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_training.embedded.node import privileges
+from airflow_provider_training.specs.unstructured import Unstructured
 
 # field -> why it is not enforced here (the Warning event says it)
 NOT_ENFORCED = {
@@ -57,7 +58,7 @@ class PodSecurity:
     warnings: list[str] = field(default_factory=list)
 
 
-def _context(obj: dict[str, Any]) -> dict[str, Any]:
+def _context(obj: Unstructured) -> dict[str, Any]:
     context = obj.get("securityContext")
     return context if isinstance(context, dict) else {}
 
@@ -71,13 +72,13 @@ def _number(context: dict[str, Any], name: str, where: str) -> int | None:
     return value
 
 
-def _effective(pod: dict[str, Any], container: dict[str, Any], name: str, where: str) -> int | None:
+def _effective(pod: Unstructured, container: dict[str, Any], name: str, where: str) -> int | None:
     """A field the container's securityContext overrides (runAsUser, runAsGroup)."""
     mine = _number(_context(container), name, f"{where}.securityContext")
     return mine if mine is not None else _number(_context(pod.get("spec") or {}), name, "spec.securityContext")
 
 
-def pod_security(pod: dict[str, Any]) -> PodSecurity:
+def pod_security(pod: Unstructured) -> PodSecurity:
     spec = pod.get("spec") or {}
     context = _context(spec)
     out = PodSecurity(fs_group=_number(context, "fsGroup", "spec.securityContext"))
@@ -95,7 +96,7 @@ def pod_security(pod: dict[str, Any]) -> PodSecurity:
     return out
 
 
-def fs_user(pod: dict[str, Any]) -> int | None:
+def fs_user(pod: Unstructured) -> int | None:
     """kubelet's ``FsUserFrom``: the runAsUser every container (init ones too) runs as, if one."""
     spec = pod.get("spec") or {}
     found: int | None = None
@@ -110,7 +111,7 @@ def fs_user(pod: dict[str, Any]) -> int | None:
     return found
 
 
-def identity(pod: dict[str, Any], container: dict[str, Any], where: str) -> tuple[privileges.Identity, list[str]]:
+def identity(pod: Unstructured, container: dict[str, Any], where: str) -> tuple[privileges.Identity, list[str]]:
     """The container's process and the fields of its securityContext that are not enforced;
     :class:`SecurityContextError` for ``runAsNonRoot`` when it would run as root (kubelet's words)."""
     pod_context = _context(pod.get("spec") or {})

@@ -37,7 +37,7 @@ from typing import Any
 
 from airflow_provider_training.embedded import podlogs
 from airflow_provider_training.embedded.node import isolation, memory, orphans, podexec, privileges
-from airflow_provider_training.embedded.node import paths as safe
+from airflow_provider_training.embedded.node import safepaths as safe
 
 SPEC = "spec.json"
 STATE = "state.json"

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from airflow_provider_training.specs.unstructured import Unstructured
+
 
 def selector_matches(selector: Any, labels: dict[str, str]) -> bool:
     """A ``metav1.LabelSelector`` (``matchLabels`` and ``matchExpressions``) against ``labels``;
@@ -31,7 +33,7 @@ def selector_matches(selector: Any, labels: dict[str, str]) -> bool:
     return True
 
 
-def aggregated_rules(role: dict[str, Any], roles: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def aggregated_rules(role: Unstructured, roles: list[Unstructured]) -> list[dict[str, Any]]:
     """The rules ``role`` (one with an aggregationRule) should hold, given every ClusterRole."""
     name = role["metadata"]["name"]
     ordered = sorted(roles, key=lambda r: r["metadata"]["name"])

@@ -14,12 +14,12 @@ from __future__ import annotations
 import copy
 import functools
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 from airflow_provider_training.embedded.store import AlreadyExistsError, ConflictError, Store
 from airflow_provider_training.specs.resources import BY_KIND
+from airflow_provider_training.specs.unstructured import Unstructured
 
 POLICY = Path(__file__).with_name("policy")
 FILES = ("kubernetes-bootstrap.yaml", "kubeflow-training-roles.yaml", "kubeflow-trainer-roles.yaml")
@@ -27,8 +27,8 @@ AUTOUPDATE = "rbac.authorization.kubernetes.io/autoupdate"
 
 
 @functools.cache
-def default_objects() -> tuple[dict[str, Any], ...]:
-    out: list[dict[str, Any]] = []
+def default_objects() -> tuple[Unstructured, ...]:
+    out: list[Unstructured] = []
     for name in FILES:
         for doc in yaml.safe_load_all((POLICY / name).read_text()):
             if not doc:
@@ -58,7 +58,7 @@ def install(store: Store) -> int:
     return written
 
 
-def _repair(current: dict[str, Any], template: dict[str, Any]) -> dict[str, Any] | None:
+def _repair(current: Unstructured, template: Unstructured) -> Unstructured | None:
     """What reconciliation adds back: missing rules, subjects and the aggregation rule."""
     new = copy.deepcopy(current)
     if template.get("aggregationRule") and not new.get("aggregationRule"):

@@ -27,6 +27,7 @@ from airflow_provider_training.specs.resources import (
     ROLE_BINDINGS,
     ROLES,
 )
+from airflow_provider_training.specs.unstructured import Unstructured
 
 RBAC_KEYS = frozenset(rt.key for rt in RBAC_TYPES)
 RBAC = "rbac"
@@ -239,7 +240,7 @@ def _reason(errors: list[str]) -> str:
     return "RBAC: " + (errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]")
 
 
-def _binding(kind: str, obj: dict[str, Any]) -> _Binding:
+def _binding(kind: str, obj: Unstructured) -> _Binding:
     meta = obj["metadata"]
     ref = obj.get("roleRef") or {}
     subjects = tuple(

@@ -6,7 +6,7 @@
   ownerReference or by label) and what else it watches (``Watches``); ``reconcile(key)`` returns an
   optional requeue delay; :func:`run` drives it (one queue, conflicts requeued at once, errors
   retried with back-off, bursts of events coalesced into one pass).
-- ``manager.py``: the registry of controllers and their supervision inside the daemon.
+- ``manager.py``: the supervision of the controllers the daemon passes in.
 - ``batches.py``: creating and deleting many children of one object in slow-start batches that
   yield the event loop (``controller.SlowStartBatch``), at most ``MAX_PER_PASS`` per pass.
 
@@ -22,16 +22,10 @@ from airflow_provider_training.embedded.runtime.batches import (
 )
 from airflow_provider_training.embedded.runtime.context import ControllerContext
 from airflow_provider_training.embedded.runtime.controller import For, Owns, OwnWrites, Reconciler, Watches, run
-from airflow_provider_training.embedded.runtime.manager import (
-    CONTROLLERS,
-    Controller,
-    ControllerFactory,
-    run_controllers,
-)
+from airflow_provider_training.embedded.runtime.manager import Controller, ControllerFactory, run_controllers
 from airflow_provider_training.embedded.runtime.queue import WorkQueue
 
 __all__ = [
-    "CONTROLLERS",
     "MAX_PER_PASS",
     "Controller",
     "ControllerContext",

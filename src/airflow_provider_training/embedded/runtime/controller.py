@@ -31,6 +31,7 @@ from airflow_provider_training.embedded.runtime.queue import WorkQueue
 from airflow_provider_training.embedded.store import ConflictError, OwnerGoneError, WatchEvent
 from airflow_provider_training.specs.refs import ObjectRef
 from airflow_provider_training.specs.resources import BY_KEY
+from airflow_provider_training.specs.unstructured import Unstructured, owner_references
 
 log = logging.getLogger(__name__)
 Key = ObjectRef
@@ -76,13 +77,11 @@ class Owns:
         if self.label:
             name = (meta.get("labels") or {}).get(self.label)
             return [key_of(self.owner, event.namespace, name)] if name else []
-        refs = meta.get("ownerReferences")
         return [
             key_of(self.owner, event.namespace, str(ref.get("name", "")))
             # malformed references (written around the API) must not stop the feed for everyone
-            for ref in (refs if isinstance(refs, list) else [])
-            if isinstance(ref, dict)
-            and ref.get("controller")
+            for ref in owner_references(event.object)
+            if ref.get("controller")
             and ref.get("kind") == self.kind
             and (not self.api_version or ref.get("apiVersion") == self.api_version)
         ]
@@ -125,7 +124,7 @@ class OwnWrites:
         self._rvs: dict[int, None] = {}
         self._limit = limit
 
-    def add(self, obj: dict[str, Any]) -> dict[str, Any]:
+    def add(self, obj: Unstructured) -> Unstructured:
         """Note the write that returned ``obj`` (returned unchanged, for chaining)."""
         self._rvs[int(obj["metadata"]["resourceVersion"])] = None
         if len(self._rvs) > self._limit:  # an echo that never came (a relist skipped it)

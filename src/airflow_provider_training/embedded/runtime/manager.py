@@ -1,10 +1,12 @@
-"""The controllers the daemon runs, each restarted after a crash (a controller-runtime Manager)."""
+"""The controllers the daemon runs, each restarted after a crash (a controller-runtime Manager). The
+daemon passes them in (``embedded/controllers``: ``CONTROLLERS``, and the node agent); nothing registers
+itself here."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from airflow_provider_training.embedded.runtime.context import ControllerContext
@@ -20,7 +22,6 @@ class Controller(Protocol):
 
 
 ControllerFactory = Callable[[], Controller]
-CONTROLLERS: list[ControllerFactory] = []
 
 
 async def _supervise(controller: Controller, ctx: ControllerContext, restart_delay: float) -> None:
@@ -36,9 +37,9 @@ async def _supervise(controller: Controller, ctx: ControllerContext, restart_del
 
 
 def run_controllers(
-    ctx: ControllerContext, factories: list[ControllerFactory] | None = None, restart_delay: float = 1.0
+    ctx: ControllerContext, factories: Sequence[ControllerFactory], restart_delay: float = 1.0
 ) -> list[asyncio.Task[None]]:
     return [
         asyncio.create_task(_supervise(factory(), ctx, restart_delay), name=f"controller:{i}")
-        for i, factory in enumerate(CONTROLLERS if factories is None else factories)
+        for i, factory in enumerate(factories)
     ]

@@ -14,7 +14,6 @@ from airflow_provider_training.frameworks.trainer.build import (
     build,
     endpoints,
     new_ssh_key,
-    owner_reference,
     ssh_auth_secret,
 )
 from airflow_provider_training.frameworks.trainer.snapshot import SnapshotError, read_snapshot, runtime_snapshot
@@ -28,7 +27,6 @@ __all__ = [
     "build",
     "endpoints",
     "new_ssh_key",
-    "owner_reference",
     "read_snapshot",
     "runtime_snapshot",
     "ssh_auth_secret",

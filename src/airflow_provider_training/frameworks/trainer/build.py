@@ -12,7 +12,9 @@ from typing import Any
 from airflow_provider_training.frameworks.trainer import plugins, trainerstatus, upsert
 from airflow_provider_training.frameworks.trainer.info import BuildError, RuntimeInfo, new_runtime_info
 from airflow_provider_training.specs.trainer import constants as c
+from airflow_provider_training.specs.trainer.crds import TRAINJOB
 from airflow_provider_training.specs.trainer.models import TrainingRuntime, TrainJob
+from airflow_provider_training.specs.unstructured import controller_ref
 
 __all__ = [
     "BuildError",
@@ -20,7 +22,6 @@ __all__ = [
     "build",
     "endpoints",
     "new_ssh_key",
-    "owner_reference",
     "ssh_auth_secret",
 ]
 
@@ -34,18 +35,6 @@ class Built:
     info: RuntimeInfo | None = None
     # MPI slots per node, None for other frameworks.
     slots: int | None = None
-
-
-def owner_reference(trainjob: TrainJob) -> dict[str, Any]:
-    ref: dict[str, Any] = {
-        "apiVersion": c.API_VERSION,
-        "kind": c.TRAINJOB,
-        "name": trainjob.name,
-        "uid": trainjob.metadata.uid or "",
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
-    return ref
 
 
 def endpoints(info: RuntimeInfo, podset_name: str) -> Iterator[str]:
@@ -160,12 +149,14 @@ def build(
         metadata["labels"] = dict(info.labels)
     if info.annotations:
         metadata["annotations"] = dict(info.annotations)
-    metadata["ownerReferences"] = [owner_reference(trainjob)]
+    metadata["ownerReferences"] = [controller_ref(trainjob, TRAINJOB)]
     jobset = {"apiVersion": c.JOBSET_API_VERSION, "kind": c.JOBSET, "metadata": metadata, "spec": spec}
     built = Built(jobset, info=info, slots=slots)
     if status_server is not None:
         built.objects.append(
-            trainerstatus.tls_config(trainjob.namespace, trainjob.name, owner_reference(trainjob), status_server.ca_pem)
+            trainerstatus.tls_config(
+                trainjob.namespace, trainjob.name, controller_ref(trainjob, TRAINJOB), status_server.ca_pem
+            )
         )
     if slots is not None:
         if ssh_key is not None:
@@ -187,7 +178,7 @@ def _hostfile(info: RuntimeInfo, trainjob: TrainJob, slots: int) -> dict[str, An
         "metadata": {
             "name": f"{trainjob.name}{c.MPI_HOSTFILE_CONFIGMAP_SUFFIX}",
             "namespace": trainjob.namespace,
-            "ownerReferences": [owner_reference(trainjob)],
+            "ownerReferences": [controller_ref(trainjob, TRAINJOB)],
         },
         "data": {c.MPI_HOSTFILE_NAME: "".join(lines)},
     }
@@ -217,7 +208,7 @@ def ssh_auth_secret(trainjob: TrainJob, private_key_pem: str) -> dict[str, Any]:
         "metadata": {
             "name": f"{trainjob.name}{c.MPI_SSH_AUTH_SECRET_SUFFIX}",
             "namespace": trainjob.namespace,
-            "ownerReferences": [owner_reference(trainjob)],
+            "ownerReferences": [controller_ref(trainjob, TRAINJOB)],
         },
         "type": "kubernetes.io/ssh-auth",
         "immutable": True,

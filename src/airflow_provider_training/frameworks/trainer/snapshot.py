@@ -12,9 +12,10 @@ from typing import Any
 
 import yaml
 
-from airflow_provider_training.frameworks.trainer.build import owner_reference
 from airflow_provider_training.specs.trainer import constants as c
+from airflow_provider_training.specs.trainer.crds import TRAINJOB
 from airflow_provider_training.specs.trainer.models import TrainJob
+from airflow_provider_training.specs.unstructured import controller_ref
 
 INVALID = "invalid runtime snapshot"
 
@@ -36,7 +37,7 @@ def runtime_snapshot(trainjob: TrainJob, runtime: dict[str, Any]) -> dict[str, A
         "metadata": {
             "name": snapshot_name(trainjob.name),
             "namespace": trainjob.namespace,
-            "ownerReferences": [owner_reference(trainjob)],
+            "ownerReferences": [controller_ref(trainjob, TRAINJOB)],
         },
         "data": {c.RUNTIME_SNAPSHOT_KEY: yaml.safe_dump(runtime, sort_keys=True, default_flow_style=False)},
     }

@@ -22,6 +22,7 @@ from typing import Any
 from airflow_provider_training.frameworks.trainer import upsert
 from airflow_provider_training.frameworks.trainer.info import RuntimeInfo
 from airflow_provider_training.specs.trainer import constants as c
+from airflow_provider_training.specs.unstructured import OwnerReference
 
 INT32 = (-(2**31), 2**31 - 1)
 
@@ -84,7 +85,7 @@ def token_volume(namespace: str, name: str) -> dict[str, Any]:
     }
 
 
-def tls_config(namespace: str, name: str, owner: dict[str, Any], ca_pem: str) -> dict[str, Any]:
+def tls_config(namespace: str, name: str, owner: OwnerReference, ca_pem: str) -> dict[str, Any]:
     """``<tj>-tls-config``: the status server's CA certificate, owned by the TrainJob."""
     return {
         "apiVersion": "v1",

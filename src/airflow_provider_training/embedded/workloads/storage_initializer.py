@@ -1,6 +1,6 @@
 """The storage initializer of a predictor Pod: KitOps' KServe storage container, in Python.
 
-``python -m airflow_provider_training.embedded.runtimes.storage_initializer kit://<reference> /mnt/models``
+``python -m airflow_provider_training.embedded.workloads.storage_initializer kit://<reference> /mnt/models``
 
 Same contract as ``ghcr.io/kitops-ml/kitops-kserve``'s ``entrypoint.sh <src-uri> <dest-path>``: strip
 ``kit://``, log in with ``KIT_USER`` / ``KIT_PASSWORD`` when set, then ``kit unpack <ref> -d <dest>
@@ -24,9 +24,9 @@ from airflow_provider_training.kitops import transfer
 from airflow_provider_training.kitops import unpack as unpackmod
 from airflow_provider_training.kitops.api import make_client
 from airflow_provider_training.kitops.credentials import Credential
+from airflow_provider_training.kitops.localstore import LocalStore, StoreError
 from airflow_provider_training.kitops.reference import DEFAULT_TAG, ReferenceError, parse
 from airflow_provider_training.kitops.registry import RegistryError
-from airflow_provider_training.kitops.store import LocalStore, StoreError
 
 SCHEME = "kit://"
 

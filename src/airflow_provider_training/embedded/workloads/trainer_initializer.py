@@ -1,6 +1,6 @@
 """Kubeflow Trainer's dataset and model initializers on the embedded control plane.
 
-``python -m airflow_provider_training.embedded.runtimes.trainer_initializer dataset|model``
+``python -m airflow_provider_training.embedded.workloads.trainer_initializer dataset|model``
 
 Upstream's images (``ghcr.io/kubeflow/trainer/{dataset,model}-initializer``) read ``STORAGE_URI``
 and download into ``/workspace/dataset`` / ``/workspace/model`` on the shared ``initializer``
@@ -25,7 +25,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from airflow_provider_training.embedded.runtimes import storage_initializer
+from airflow_provider_training.embedded.workloads import storage_initializer
 
 DESTINATIONS = {"dataset": "/workspace/dataset", "model": "/workspace/model"}
 PVC_ROOT_ENV = "AIRFLOW_TRAINING_PVC_ROOT"  # <data dir>/volumes/pvc/<namespace>, set by the controller

@@ -15,12 +15,20 @@ control plane first on PATH, no extra environment. The working directory of a co
 order: its ``workingDir``; the job's annotation ``training.airflow.apache.org/working-dir`` (the
 Airflow operators set it to the DAG file's folder); the image entry's ``workingDir``; the daemon's
 default (``$AIRFLOW_TRAINING_WORKDIR``, else the directory ``embedded start`` ran in).
+
+Built-in profiles come after the user's entries (theirs win). KitOps' CLI images
+(``ghcr.io/kitops-ml/kitops``, and ``ghcr.io/kitops-ml/kit`` that the seed's ``package-job.yaml``
+names) get a ``kit`` that is this provider's ``airflow-training kit`` and a ``kubectl`` (the one next
+to the daemon's Python, else the first on its PATH), so that Job's ``kubectl wait …; kit login …;
+kit pack …; kit push …`` runs unchanged on the embedded control plane.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import os
+import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,11 +37,13 @@ from typing import Any
 import yaml
 
 from airflow_provider_training.specs.annotations import WORKING_DIR_ANNOTATION
+from airflow_provider_training.specs.unstructured import Unstructured
 
 IMAGES_ENV = "AIRFLOW_TRAINING_IMAGES"
 WORKDIR_ENV = "AIRFLOW_TRAINING_WORKDIR"
 # What a container inherits from the daemon's environment (like an image's ENV): nothing secret.
 INHERITED = ("HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "SHELL")
+KIT_IMAGES = ("ghcr.io/kitops-ml/kitops", "ghcr.io/kitops-ml/kit")
 
 
 class ImageConfigError(ValueError):
@@ -96,8 +106,6 @@ class Runtime:
     def from_settings(cls, home_root: Path, default_workdir: str | None = None) -> Runtime:
         config = Path(os.environ.get(IMAGES_ENV) or home_root / "images.yaml")
         workdir = os.environ.get(WORKDIR_ENV) or default_workdir or os.getcwd()
-        from airflow_provider_training.embedded.node.images import with_builtins  # it imports Profile
-
         profiles = with_builtins(load_profiles(config), home_root)
         return cls(profiles, workdir, os.environ.get("PATH", os.defpath))
 
@@ -107,10 +115,51 @@ class Runtime:
                 return p
         return Profile()
 
-    def working_dir(self, container: dict[str, Any], pod: dict[str, Any]) -> str:
+    def working_dir(self, container: dict[str, Any], pod: Unstructured) -> str:
         if container.get("workingDir"):
             return str(container["workingDir"])
         annotations = pod.get("metadata", {}).get("annotations") or {}
         if annotations.get(WORKING_DIR_ANNOTATION):
             return str(annotations[WORKING_DIR_ANNOTATION])
         return self.profile(container.get("image")).working_dir or self.default_workdir
+
+
+# -- built-in profiles ------------------------------------------------------------------------
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    tmp.chmod(0o755)
+    os.replace(tmp, path)
+
+
+def with_builtins(profiles: list[Profile], home_root: Path) -> list[Profile]:
+    """``profiles`` (the user's) then the built-in ones. A user's entry that matches a KitOps image
+    (to give it registry settings in ``env``, say) keeps that image's ``kit`` and ``kubectl`` on PATH."""
+    builtins = builtin_profiles(home_root)
+    bin_dir = builtins[0].path[0]
+    samples = [f"{image}:latest" for image in KIT_IMAGES]
+    out = [
+        dataclasses.replace(p, path=(*p.path, bin_dir))
+        if any(fnmatch.fnmatchcase(s, p.match) for s in samples) and bin_dir not in p.path
+        else p
+        for p in profiles
+    ]
+    return out + builtins
+
+
+def builtin_profiles(home_root: Path) -> list[Profile]:
+    bin_dir = home_root / "node" / "bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    _write(
+        bin_dir / "kit", f'#!/bin/sh\nexec "{sys.executable}" -m airflow_provider_training.embedded.node.kitshim "$@"\n'
+    )
+    kubectl = shutil.which("kubectl", path=str(Path(sys.executable).parent)) or shutil.which("kubectl")
+    if kubectl:
+        _write(bin_dir / "kubectl", f'#!/bin/sh\nexec "{kubectl}" "$@"\n')
+    return [
+        Profile(match=pattern, path=(str(bin_dir),))
+        for image in KIT_IMAGES
+        for pattern in (image, f"{image}:*", f"{image}@*")
+    ]

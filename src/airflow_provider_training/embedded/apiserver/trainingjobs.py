@@ -3,10 +3,9 @@ with the Training Operator's webhook answers (400 strict decoding, 422 Invalid, 
 
 from __future__ import annotations
 
-from typing import Any
-
 from airflow_provider_training.embedded.apiserver.errors import bad_request, invalid
 from airflow_provider_training.embedded.resources import ResourceType
+from airflow_provider_training.specs.unstructured import Unstructured
 from airflow_provider_training.validation import admit
 
 FIELD_VALIDATION = ("Strict", "Warn", "Ignore")
@@ -22,8 +21,8 @@ def field_validation_mode(value: str | None) -> str:
 
 
 def admit_training_job(
-    rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None, field_validation: str
-) -> tuple[dict[str, Any], list[str]]:
+    rt: ResourceType, obj: Unstructured, old: Unstructured | None, field_validation: str
+) -> tuple[Unstructured, list[str]]:
     """The object to store and the warnings for the response; raises the refusal as an ApiError."""
     result = admit(obj, old=old, field_validation=field_validation)
     if field_validation == "Strict" and result.unknown_fields:

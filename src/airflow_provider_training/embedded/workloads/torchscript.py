@@ -2,7 +2,7 @@
 
 Run by the embedded InferenceService controller as the predictor process::
 
-    python -m airflow_provider_training.embedded.runtimes.torchscript \
+    python -m airflow_provider_training.embedded.workloads.torchscript \
         --model-dir /mnt/models --model-name digits --host 127.0.0.1 --port 8080
 
 Endpoints: ``/v2/health/live``, ``/v2/health/ready``, ``/v2/models/<name>``,

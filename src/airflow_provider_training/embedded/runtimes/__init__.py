@@ -1,1 +1,0 @@
-"""Built-in model servers the embedded InferenceService controller runs as predictor processes."""
