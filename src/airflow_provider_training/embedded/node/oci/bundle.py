@@ -44,14 +44,24 @@ MASKED = (
 READ_ONLY = ("/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger")
 BASE_MOUNTS: list[dict[str, Any]] = [
     {"destination": "/proc", "type": "proc", "source": "proc"},
-    {"destination": "/dev", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "strictatime", "mode=755", "size=65536k"]},
+    {
+        "destination": "/dev",
+        "type": "tmpfs",
+        "source": "tmpfs",
+        "options": ["nosuid", "strictatime", "mode=755", "size=65536k"],
+    },
     {
         "destination": "/dev/pts",
         "type": "devpts",
         "source": "devpts",
         "options": ["nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5"],
     },
-    {"destination": "/dev/shm", "type": "tmpfs", "source": "shm", "options": ["nosuid", "noexec", "nodev", "mode=1777", "size=65536k"]},
+    {
+        "destination": "/dev/shm",
+        "type": "tmpfs",
+        "source": "shm",
+        "options": ["nosuid", "noexec", "nodev", "mode=1777", "size=65536k"],
+    },
     {"destination": "/dev/mqueue", "type": "mqueue", "source": "mqueue", "options": ["nosuid", "noexec", "nodev"]},
     {"destination": "/sys", "type": "sysfs", "source": "sysfs", "options": ["nosuid", "noexec", "nodev", "ro"]},
 ]
@@ -143,7 +153,12 @@ def write(
         identity={},  # runc runs as the node's root; the container's process as config.json says
         memoryLimit=None,
         imageID=image.image.image_id,
-        oci={"bundle": str(bundle), "id": container_id, "workdir": container.get("workdir"), "identity": container.get("identity")},
+        oci={
+            "bundle": str(bundle),
+            "id": container_id,
+            "workdir": container.get("workdir"),
+            "identity": container.get("identity"),
+        },
     )
     return out
 
@@ -159,11 +174,28 @@ def _etc_files(bundle: Path, hostname: str, pod_ip: str) -> None:
 
 def _etc_mounts(bundle: Path) -> list[dict[str, Any]]:
     out = [
-        {"destination": "/etc/hosts", "type": "bind", "source": str(bundle / "hosts"), "options": ["rbind", "rprivate"]},
-        {"destination": "/etc/hostname", "type": "bind", "source": str(bundle / "hostname"), "options": ["rbind", "rprivate"]},
+        {
+            "destination": "/etc/hosts",
+            "type": "bind",
+            "source": str(bundle / "hosts"),
+            "options": ["rbind", "rprivate"],
+        },
+        {
+            "destination": "/etc/hostname",
+            "type": "bind",
+            "source": str(bundle / "hostname"),
+            "options": ["rbind", "rprivate"],
+        },
     ]
     if os.path.isfile("/etc/resolv.conf"):
-        out.append({"destination": "/etc/resolv.conf", "type": "bind", "source": "/etc/resolv.conf", "options": ["rbind", "ro", "rprivate"]})
+        out.append(
+            {
+                "destination": "/etc/resolv.conf",
+                "type": "bind",
+                "source": "/etc/resolv.conf",
+                "options": ["rbind", "ro", "rprivate"],
+            }
+        )
     return out
 
 

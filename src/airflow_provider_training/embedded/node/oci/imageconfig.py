@@ -6,24 +6,26 @@
 - working directory: ``workingDir``, else the image's ``WorkingDir``, else ``/``;
 - user: ``runAsUser`` / ``runAsGroup`` (container, then pod), else the image's ``User``
   (``uid``, ``uid:gid``, or names looked up in the image's ``/etc/passwd`` and ``/etc/group``).
+
+A command that names the node's own interpreter (the embedded controllers' built-in containers —
+the storage initializer, the TorchScript predictor — are given it in process mode) runs the
+image's ``python`` instead: the host's path means nothing inside an image.
 """
 
 from __future__ import annotations
 
 import copy
+import sys
 from dataclasses import dataclass
 from typing import Any
 
 from airflow_provider_training.embedded.node.oci import layers
 from airflow_provider_training.embedded.node.oci.references import Source
 from airflow_provider_training.embedded.node.oci.store import Image
+from airflow_provider_training.embedded.node.podspec import PodConfigError
 from airflow_provider_training.frameworks import expand_command
 
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-
-
-class ImageUserError(ValueError):
-    pass
 
 
 @dataclass
@@ -55,6 +57,8 @@ class ImageConfig:
         else:
             head = entrypoint
             tail = expand_command(container.get("args"), env) if container.get("args") else cmd
+        if head and head[0] == sys.executable:
+            head = ["python", *head[1:]]
         return head + tail
 
     def working_dir(self, container: dict[str, Any]) -> str:
@@ -107,7 +111,9 @@ class ImageConfig:
             fields = line.split(":")
             if len(fields) > column and fields[0] == name and fields[column].isdigit():
                 return int(fields[column])
-        raise ImageUserError(f'image {self.source.image}: its user "{name}" is not in the image\'s /{path}')
+        raise PodConfigError(
+            "CreateContainerConfigError", f'image {self.source.image}: its user "{name}" is not in the image\'s /{path}'
+        )
 
     def _file(self, path: str) -> str | None:
         """A file of the image (the top-most layer that has it)."""

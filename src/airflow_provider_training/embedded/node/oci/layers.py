@@ -223,10 +223,12 @@ def unpack(blob: Path, media_type: str, digest: str, diff_id: str, target: Path)
     partial.mkdir(parents=True)
     try:
         with open(blob, "rb") as raw:
-            stream = _Hashing(open_decompressed(raw, compression, blob.stat().st_size, f"layer {digest}", IMAGE_EXPANSION))
+            stream = _Hashing(
+                open_decompressed(raw, compression, blob.stat().st_size, f"layer {digest}", IMAGE_EXPANSION)
+            )
             extractor = _Extractor(partial, digest)
             try:
-                with tarfile.open(fileobj=stream, mode="r|") as tar:
+                with tarfile.open(fileobj=stream, mode="r|") as tar:  # type: ignore[call-overload]
                     for member in tar:
                         extractor.entry(tar, member)
             except (tarfile.TarError, EOFError, OSError, DecompressionBombError, ValueError) as exc:

@@ -115,10 +115,21 @@ def load_table(path: Path) -> list[Entry]:
         raise ImageTableError(f"{path}: expected a mapping with a list under 'images'")
     out = []
     for i, entry in enumerate(entries):
-        if not isinstance(entry, dict) or not isinstance(entry.get("match"), str) or not isinstance(entry.get("pull"), str):
+        if (
+            not isinstance(entry, dict)
+            or not isinstance(entry.get("match"), str)
+            or not isinstance(entry.get("pull"), str)
+        ):
             raise ImageTableError(f"{path}: images[{i}] needs a string 'match' (an fnmatch pattern) and 'pull'")
         plain = entry.get("plainHTTP")
-        out.append(Entry(entry["match"], entry["pull"], None if plain is None else bool(plain), entry.get("tlsVerify", True) is not False))
+        out.append(
+            Entry(
+                entry["match"],
+                entry["pull"],
+                None if plain is None else bool(plain),
+                entry.get("tlsVerify", True) is not False,
+            )
+        )
     return out
 
 

@@ -44,7 +44,9 @@ def _libc() -> ctypes.CDLL:
     return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
 
-def _mount(libc: ctypes.CDLL, source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+def _mount(
+    libc: ctypes.CDLL, source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None
+) -> None:
     enc = [None if v is None else v.encode() for v in (source, target, fstype, data)]
     if libc.mount(enc[0], enc[1], enc[2], ctypes.c_ulong(flags), enc[3]) != 0:
         err = ctypes.get_errno()
@@ -74,7 +76,11 @@ def mount_rootfs(libc: ctypes.CDLL, run: dict[str, Any]) -> str:
                 os.chdir(here)
             return "overlay"
         except OSError as exc:
-            print(f"overlayfs unavailable ({exc.strerror}); copying the image's layers instead", file=sys.stderr, flush=True)
+            print(
+                f"overlayfs unavailable ({exc.strerror}); copying the image's layers instead",
+                file=sys.stderr,
+                flush=True,
+            )
             fresh(run["upper"])
     for layer in run["layers"]:
         apply_layer(Path(layer), Path(run["upper"]))
@@ -162,8 +168,22 @@ def main(argv: list[str]) -> int:
     return 128 - code if code < 0 else code
 
 
+def exec_argv(bundle: str, command: list[str]) -> list[str] | None:
+    """``kubectl exec`` into a running container of an image: ``runc exec`` in the namespaces of the
+    container's runc (its PID view and /proc), so it sees the container as runc started it. The
+    process gets the container's user, environment, working directory and capabilities from its
+    config. None when the container does not run or nsenter is missing."""
+    nsenter = shutil.which("nsenter")
+    try:
+        run = json.loads((Path(bundle) / "run.json").read_text())
+        pid = int(Path(run["pidFile"]).read_text())
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if nsenter is None:
+        return None
+    return [nsenter, "-t", str(pid), "-m", "-p", "--", run["runc"], "--root", run["root"], "exec", run["id"], *command]
+
+
 def _forward(pid: int, sig: int) -> None:
     with contextlib.suppress(OSError):
         os.kill(pid, sig)
-
-

@@ -38,7 +38,14 @@ DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
 ACCEPT = ", ".join((OCI_MANIFEST, OCI_INDEX, DOCKER_MANIFEST, DOCKER_LIST))
 INDEXES = (OCI_INDEX, DOCKER_LIST)
 MAX_CONFIG = 4 << 20
-ARCHITECTURES = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64", "ppc64le": "ppc64le", "s390x": "s390x"}
+ARCHITECTURES = {
+    "x86_64": "amd64",
+    "amd64": "amd64",
+    "aarch64": "arm64",
+    "arm64": "arm64",
+    "ppc64le": "ppc64le",
+    "s390x": "s390x",
+}
 
 
 class PullError(RuntimeError):
@@ -58,7 +65,9 @@ class Image:
     @property
     def size(self) -> int:
         """Compressed layers + config: what ``Image size`` in the kubelet's Pulled event counts."""
-        return int(self.manifest["config"].get("size", 0)) + sum(int(layer.get("size", 0)) for layer in self.manifest.get("layers") or [])
+        return int(self.manifest["config"].get("size", 0)) + sum(
+            int(layer.get("size", 0)) for layer in self.manifest.get("layers") or []
+        )
 
     @property
     def image_id(self) -> str:
@@ -226,7 +235,8 @@ def _choose(index: dict[str, Any], name: str) -> str:
         if plat.get("os", "linux") == "linux" and plat.get("architecture") == arch:
             return str(entry["digest"])
     platforms = ", ".join(
-        f"{(e.get('platform') or {}).get('os', '?')}/{(e.get('platform') or {}).get('architecture', '?')}" for e in entries
+        f"{(e.get('platform') or {}).get('os', '?')}/{(e.get('platform') or {}).get('architecture', '?')}"
+        for e in entries
     )
     raise PullError(f"{name} has no image for linux/{arch} (it has: {platforms or 'none'})")
 
