@@ -51,6 +51,8 @@ HEAVY_FIXTURES = frozenset(
         "registry_factory",
         "job_driver",
         "autopilot",
+        "built_images",
+        "oci_control_plane",
     }
 )
 # Imports that mean the module starts something heavy on its own.

@@ -72,7 +72,13 @@ IMAGES = (
             f"{DAG_REGISTRY}/{NAMESPACE}/digits-predictor:*",
         ),
     ),
-    Spec("training-kit", "digits-train-kit", "packaging", base="training", matches=(f"{DAG_REGISTRY}/{NAMESPACE}/digits-train-kit:*",)),
+    Spec(
+        "training-kit",
+        "digits-train-kit",
+        "packaging",
+        base="training",
+        matches=(f"{DAG_REGISTRY}/{NAMESPACE}/digits-train-kit:*",),
+    ),
     Spec("mpi", "digits-mpi", "mpi", matches=(f"{DAG_REGISTRY}/{NAMESPACE}/digits-mpi:*",)),
     Spec("xgboost", "digits-xgboost", "xgboost", matches=(f"{DAG_REGISTRY}/{NAMESPACE}/digits-xgboost:*",)),
     Spec("training-gpu", "digits-train-gpu", "training-gpu", python_base=False),
@@ -110,7 +116,9 @@ class Engine:
         self.docker = self.tool != "buildah"
 
     def exists(self, image: str) -> bool:
-        argv = [self.tool, "image", "inspect", image] if self.docker else ["buildah", "inspect", "--type", "image", image]
+        argv = (
+            [self.tool, "image", "inspect", image] if self.docker else ["buildah", "inspect", "--type", "image", image]
+        )
         return subprocess.run(argv, capture_output=True).returncode == 0
 
     def pullable(self, image: str) -> bool:
@@ -157,7 +165,9 @@ def debian_base(engine: Engine) -> str:
     if engine.exists(DEBIAN_BASE):
         return DEBIAN_BASE
     if not shutil.which("mmdebstrap"):
-        raise SystemExit(f"images: {PUBLIC_BASE} cannot be pulled and mmdebstrap is missing (apt-get install mmdebstrap)")
+        raise SystemExit(
+            f"images: {PUBLIC_BASE} cannot be pulled and mmdebstrap is missing (apt-get install mmdebstrap)"
+        )
     log("the public base cannot be pulled: making one from Debian's packages with mmdebstrap (about 90 s)")
     with tempfile.TemporaryDirectory(prefix="images-base-") as tmp:
         tarball = Path(tmp) / "base.tar"
@@ -175,7 +185,7 @@ def debian_base(engine: Engine) -> str:
             ]
         )
         if engine.docker:
-            run(["docker", "import", "-c", "CMD [\"python3\"]", str(tarball), DEBIAN_BASE])
+            run(["docker", "import", "-c", 'CMD ["python3"]', str(tarball), DEBIAN_BASE])
             return DEBIAN_BASE
         container = run(["buildah", "from", "scratch"]).strip()
         try:
@@ -306,21 +316,31 @@ def _loopback(registry: str) -> bool:
 
 def list_images(_ns: argparse.Namespace) -> int:
     for spec in IMAGES:
-        base = f"FROM {spec.base}" if spec.base else ("FROM the Python base" if spec.python_base else "FROM its own base")
+        base = (
+            f"FROM {spec.base}" if spec.base else ("FROM the Python base" if spec.python_base else "FROM its own base")
+        )
         default = " (default)" if spec.key in DEFAULT else ""
-        print(f"{spec.key:14} {DAG_REGISTRY}/{NAMESPACE}/{spec.name:18} images/{spec.directory}/Containerfile  {base}{default}")
+        print(
+            f"{spec.key:14} {DAG_REGISTRY}/{NAMESPACE}/{spec.name:18} images/{spec.directory}/Containerfile  {base}{default}"
+        )
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="tools/images.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="tools/images.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="build (and push) images")
-    b.add_argument("images", nargs="*", help=f"{', '.join(s.key for s in IMAGES)}, or all (default: {', '.join(DEFAULT)})")
+    b.add_argument(
+        "images", nargs="*", help=f"{', '.join(s.key for s in IMAGES)}, or all (default: {', '.join(DEFAULT)})"
+    )
     b.add_argument("--push", metavar="REGISTRY", help="push to REGISTRY/ml-models/<name>:<tag> and :latest")
     b.add_argument("--tag", default="latest", help="the version tag (default: latest)")
     b.add_argument("--plain-http", action="store_true", help="push over HTTP (default for 127.0.0.1 and localhost)")
-    b.add_argument("--compression", choices=("gzip", "zstd", "none"), default="gzip", help="layer compression of the push")
+    b.add_argument(
+        "--compression", choices=("gzip", "zstd", "none"), default="gzip", help="layer compression of the push"
+    )
     b.add_argument("--table", metavar="FILE", help="write the embedded node's image table (with --push)")
     b.set_defaults(func=build)
     sub.add_parser("list", help="the images and their Containerfiles").set_defaults(func=list_images)

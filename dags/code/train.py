@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -108,6 +109,8 @@ def main() -> None:
         f"epochs={args.epochs} batch_size={args.batch_size} lr={args.lr}",
         flush=True,
     )
+    # which interpreter and user ran this replica: this machine's Python, or a training image's
+    print(f"rank {rank}: python {sys.executable} as uid {os.getuid()}", flush=True)
 
     train_set, test_set = load_digits_split(args.seed)
     sampler = (

@@ -181,6 +181,7 @@ class NodeAgent:
         )
         self.supervisors.warm()
         loop = asyncio.get_running_loop()
+
         # image mode (opt-in): pulls run on threads and queue their pod again when they end
         def wake(uid: str) -> None:
             loop.call_soon_threadsafe(self._pulled, uid)

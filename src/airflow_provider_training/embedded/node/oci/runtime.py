@@ -319,7 +319,7 @@ def docker_config_credential(secret: dict[str, Any], registry: str) -> Credentia
         return None
     try:
         config = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # (a hostile secret nests deeper than the parser recurses)
         return None
     auths = config.get("auths", config) if isinstance(config, dict) else {}
     if not isinstance(auths, dict):
