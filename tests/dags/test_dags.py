@@ -225,6 +225,7 @@ TRAINING_LINE = "python /opt/venv/bin/python as uid 1000"
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(2400)  # the first user of built_images waits for the build (minutes when cold)
 def test_train_package_deploy_runs_the_built_images(
     airflow_db, repo_dags, registry, built_images, oci_control_plane, monkeypatch
 ):

@@ -25,6 +25,8 @@ from airflow_provider_training.kitops.credentials import Credential
 from airflow_provider_training.kitops.registry import RegistryClient, RegistryOptions
 
 KUBECTL_TIMEOUT = 120
+# the first test to use built_images waits for the build (tests/fixtures/images.py: minutes when cold)
+IMAGE_TEST_TIMEOUT = 2400
 
 
 def core(plane: Any) -> Any:
@@ -159,6 +161,7 @@ def push_tiny_image(registry: Any, repository: str, username: str = "", password
 
 # -- the node running images -------------------------------------------------------------------------
 @pytest.mark.slow
+@pytest.mark.timeout(IMAGE_TEST_TIMEOUT)
 def test_a_pod_runs_its_image_as_the_image_user_and_kubectl_exec_enters_it(oci_control_plane, built_images, namespace):
     api = core(oci_control_plane)
     image = built_images.reference("training")
@@ -179,6 +182,7 @@ def test_a_pod_runs_its_image_as_the_image_user_and_kubectl_exec_enters_it(oci_c
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(IMAGE_TEST_TIMEOUT)
 def test_a_missing_image_is_err_image_pull_then_image_pull_back_off_naming_the_registrys_answer(
     oci_control_plane, built_images, namespace
 ):
@@ -197,6 +201,7 @@ def test_a_missing_image_is_err_image_pull_then_image_pull_back_off_naming_the_r
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(IMAGE_TEST_TIMEOUT)
 def test_a_private_repository_needs_its_pull_secret(oci_control_plane, built_images, registry_basic, namespace):
     api = core(oci_control_plane)
     reference, _ = push_tiny_image(registry_basic, "team/private", registry_basic.username, registry_basic.password)
@@ -228,6 +233,7 @@ def test_a_private_repository_needs_its_pull_secret(oci_control_plane, built_ima
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(IMAGE_TEST_TIMEOUT)
 def test_a_corrupt_layer_is_a_digest_mismatch_and_nothing_is_cached(
     oci_control_plane, built_images, registry_factory, namespace
 ):
