@@ -182,6 +182,10 @@ def debian_base(engine: Engine) -> str:
                 "--dpkgopt=path-include=/usr/share/doc/*/copyright",
                 "bookworm",
                 str(tarball),
+                # the point release, its updates and the security archive: what python:3.11-slim-bookworm has
+                "deb http://deb.debian.org/debian bookworm main",
+                "deb http://deb.debian.org/debian bookworm-updates main",
+                "deb http://deb.debian.org/debian-security bookworm-security main",
             ]
         )
         if engine.docker:
