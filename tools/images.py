@@ -182,7 +182,7 @@ def debian_base(engine: Engine) -> str:
                 "--dpkgopt=path-include=/usr/share/doc/*/copyright",
                 "bookworm",
                 str(tarball),
-                # the point release, its updates and the security archive: what python:3.11-slim-bookworm has
+                # the point release, its updates and the security archive (a base with the security fixes)
                 "deb http://deb.debian.org/debian bookworm main",
                 "deb http://deb.debian.org/debian bookworm-updates main",
                 "deb http://deb.debian.org/debian-security bookworm-security main",
