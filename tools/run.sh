@@ -58,7 +58,8 @@ if [ "${RUNTIME:-process}" = oci ]; then
     mkdir -p "$AIRFLOW_TRAINING_HOME"
     python tools/images.py build --push "127.0.0.1:$REGISTRY_PORT" --table "$AIRFLOW_TRAINING_HOME/image-table.yaml" \
         >"$STATE/images.log" 2>&1 || { tail -40 "$STATE/images.log" >&2; exit 1; }
-    export AIRFLOW_TRAINING_RUNTIME=oci
+    export AIRFLOW_TRAINING_RUNTIME=oci              # the daemon's node
+    export AIRFLOW__TRAINING__EMBEDDED_RUNTIME=oci   # the tasks: packing runs in the packaging image's Job
 fi
 
 echo "run: preparing the Airflow metadata DB ($AIRFLOW_HOME)"

@@ -238,6 +238,8 @@ def test_train_package_deploy_runs_the_built_images(
         json.dumps({"conn_type": "modelkit_registry", "host": registry.host, "extra": {"plain_http": True}}),
     )
     monkeypatch.setenv("AIRFLOW_TRAINING_HOME", str(oci_control_plane.home))
+    # (the daemon runs images already; this tells the tasks, so that packing runs in the packaging image)
+    monkeypatch.setenv("AIRFLOW__TRAINING__EMBEDDED_RUNTIME", "oci")
     configuration = client.Configuration()
     config.load_kube_config(config_file=str(oci_control_plane.kubeconfig), client_configuration=configuration)
     api_client = client.ApiClient(configuration)
