@@ -68,8 +68,14 @@ def registry(directory: Path) -> tuple[subprocess.Popen[bytes], str]:
     return proc, f"127.0.0.1:{port}"
 
 
+DROP_CACHES = False  # --drop-caches: it slows down everything else on the machine
+
+
 def drop_caches() -> None:
-    """Cold means not in the page cache either (root only; elsewhere the numbers are warmer)."""
+    """Cold means not in the page cache either (``--drop-caches``, root only); without it both sides
+    read the registry's blobs from the page cache alike."""
+    if not DROP_CACHES:
+        return
     with contextlib.suppress(OSError):
         os.sync()
         Path("/proc/sys/vm/drop_caches").write_text("3\n")
@@ -234,7 +240,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--pods", type=int, default=4)
+    parser.add_argument("--drop-caches", action="store_true", help="empty the page cache before each cold pull")
     args = parser.parse_args()
+    global DROP_CACHES
+    DROP_CACHES = args.drop_caches
     if os.geteuid() != 0 or bundle.runc_path() is None:
         sys.exit("benchmarks/images.py needs root and runc (tools/setup.sh installs runc)")
     with tempfile.TemporaryDirectory(prefix="bench-images-") as tmp:

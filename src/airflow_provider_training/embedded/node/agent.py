@@ -17,7 +17,9 @@ first write, a final phase at once, anything else after ``AIRFLOW_TRAINING_POD_S
 
 This module is the reconcile and its store reads and writes; ``lifecycle`` starts, stops and checks
 supervisors (and what a dead one left running), ``podstatus`` computes status and events from a
-supervisor's state without I/O, and ``podspec`` turns a Pod into what its supervisor runs. Each
+supervisor's state without I/O, and ``podspec`` turns a Pod into what its supervisor runs. A pod that
+runs as images (``oci.runtime``: opt-in) first has its images pulled (on threads: the pod waits and
+comes back when they end), then each container's supervisor runs a runc bundle instead of a command. Each
 per-pod step is isolated: one pod's failure is that pod's status and events, never the node's.
 """
 
