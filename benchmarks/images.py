@@ -250,7 +250,7 @@ def main() -> None:
         work = Path(tmp)
         (work / "registry").mkdir()
         proc, host = registry(work / "registry")
-        plane_home = work / "home"
+        plane_home = work / "ours"  # the daemon's store is the one the cold pull filled
         try:
             subprocess.run(
                 ["buildah", "push", "-q", "--tls-verify=false", IMAGE, f"docker://{host}/{REPOSITORY}:latest"],
@@ -264,13 +264,6 @@ def main() -> None:
             tool = "skopeo copy + tar -x" if shutil.which("skopeo") else "HTTP fetch + tar -x"
             print(f"  node's store {mine:.1f} s   {tool} {theirs:.1f} s   ratio {mine / theirs:.2f} (goal <= 1.2)")
             bare = bare_runc(image, host, work / "ours", args.runs)
-            plane_home.mkdir()
-            shutil.copytree(
-                work / "ours" / "node" / "oci",
-                plane_home / "node" / "oci",
-                symlinks=True,
-                ignore=shutil.ignore_patterns("runc", "writable"),
-            )
             plane = start(plane_home, env={"AIRFLOW_TRAINING_RUNTIME": "oci"})
             image_mode = pod_starts(plane, host, "oci", args.runs)
             process_mode = pod_starts(plane, host, "process", args.runs)

@@ -26,6 +26,7 @@ import os
 import posixpath
 import shutil
 import stat
+import subprocess
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,15 +72,21 @@ def compression_of(media_type: str, digest: str) -> str:
 
 
 class _Hashing:
-    def __init__(self, inner: Any) -> None:
+    """The uncompressed stream: hashed for the diff_id, and bounded (a decompression bomb stops)."""
+
+    def __init__(self, inner: Any, limit: int, digest: str) -> None:
         self.inner = inner
         self.sha = hashlib.sha256()
         self.size = 0
+        self.limit = limit
+        self.digest = digest
 
     def read(self, n: int = -1) -> bytes:
         data = self.inner.read(n)
         self.sha.update(data)
         self.size += len(data)
+        if self.size > self.limit:
+            raise DecompressionBombError(f"layer {self.digest} expands beyond {self.limit} bytes")
         return bytes(data)
 
     def drain(self) -> None:
@@ -221,16 +228,30 @@ def unpack(blob: Path, media_type: str, digest: str, diff_id: str, target: Path)
     partial = target.with_name(f"{target.name}.partial-{os.getpid()}")
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
+    size = blob.stat().st_size
+    limit = IMAGE_EXPANSION.bytes_for(size) if compression != "none" else size + (1 << 20)
+    decompressor: subprocess.Popen[bytes] | None = None
     try:
         with open(blob, "rb") as raw:
-            stream = _Hashing(
-                open_decompressed(raw, compression, blob.stat().st_size, f"layer {digest}", IMAGE_EXPANSION)
-            )
+            gzip_tool = shutil.which("gzip") if compression == "gzip" else None
+            if gzip_tool:
+                # decompressed by gzip in a process of its own, beside this one's extraction (as
+                # tar -x does): on two cores, a third of a large layer's time
+                decompressor = subprocess.Popen(
+                    [gzip_tool, "-dc"], stdin=raw, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+                )
+                source: Any = decompressor.stdout
+            else:
+                source = open_decompressed(raw, compression, size, f"layer {digest}", IMAGE_EXPANSION)
+            stream = _Hashing(source, limit, digest)
             extractor = _Extractor(partial, digest)
             try:
                 with tarfile.open(fileobj=stream, mode="r|") as tar:  # type: ignore[call-overload]
                     for member in tar:
                         extractor.entry(tar, member)
+                stream.drain()  # tar's end blocks and padding count towards the diff_id
+                if decompressor is not None and decompressor.wait() != 0:
+                    raise EOFError(f"gzip -dc exited with {decompressor.returncode}")
             except (tarfile.TarError, EOFError, OSError, DecompressionBombError, ValueError) as exc:
                 if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
                     raise LayerError(
@@ -240,7 +261,6 @@ def unpack(blob: Path, media_type: str, digest: str, diff_id: str, target: Path)
                 if isinstance(exc, OSError) and not isinstance(exc, (EOFError,)) and exc.errno is not None:
                     raise LayerError(f"layer {digest}: cannot unpack: {exc.strerror}: {exc.filename}") from None
                 raise LayerError(f"layer {digest} is corrupt or truncated ({exc}); nothing of it was kept") from None
-            stream.drain()  # tar's end blocks and padding count towards the diff_id
             extractor.finish()
         got = "sha256:" + stream.sha.hexdigest()
         if diff_id and got != diff_id:
@@ -252,6 +272,13 @@ def unpack(blob: Path, media_type: str, digest: str, diff_id: str, target: Path)
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
+    finally:
+        if decompressor is not None:
+            if decompressor.poll() is None:
+                decompressor.kill()
+            decompressor.wait()
+            if decompressor.stdout is not None:
+                decompressor.stdout.close()
     return Unpacked(target, extractor.files, stream.size)
 
 

@@ -22,6 +22,7 @@ import os
 import platform
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
 ACCEPT = ", ".join((OCI_MANIFEST, OCI_INDEX, DOCKER_MANIFEST, DOCKER_LIST))
 INDEXES = (OCI_INDEX, DOCKER_LIST)
 MAX_CONFIG = 4 << 20
+LAYER_WORKERS = 3  # layers of one image pulled at once (containerd's default is 3 too)
 ARCHITECTURES = {
     "x86_64": "amd64",
     "amd64": "amd64",
@@ -152,8 +154,13 @@ class ImageStore:
                     raise PullError(
                         f"{source.pulled}: its config lists {len(diff_ids)} layer diff_ids for {len(manifest['layers'])} layers"
                     )
-                for layer, diff_id in zip(manifest["layers"], diff_ids, strict=True):
-                    downloaded += self._layer(client, ref.repository, layer, str(diff_id))
+                # layers are independent directories: fetched and unpacked side by side
+                with ThreadPoolExecutor(max_workers=LAYER_WORKERS) as pool:
+                    futures = [
+                        pool.submit(self._layer, client, ref.repository, layer, str(diff_id))
+                        for layer, diff_id in zip(manifest["layers"], diff_ids, strict=True)
+                    ]
+                    downloaded += sum(future.result() for future in futures)
         except layers.LayerError as exc:
             raise PullError(str(exc)) from None
         except RegistryError as exc:
