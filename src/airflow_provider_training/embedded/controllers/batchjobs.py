@@ -69,7 +69,7 @@ def pod_backoff() -> tuple[float, float]:
     )
 
 
-def condition_true(status: dict[str, Any], type_: str) -> Unstructured | None:
+def condition_true(status: dict[str, Any], type_: str) -> dict[str, Any] | None:
     for c in status.get("conditions") or []:
         if c.get("type") == type_ and c.get("status") == "True":
             return dict(c)
@@ -86,7 +86,7 @@ def finished_at(status: dict[str, Any]) -> datetime | None:
 
 
 def set_condition(status: dict[str, Any], type_: str, value: str, reason: str, message: str, now: str) -> None:
-    conditions: list[Unstructured] = status.setdefault("conditions", [])
+    conditions: list[dict[str, Any]] = status.setdefault("conditions", [])
     for c in conditions:
         if c.get("type") == type_:
             if c.get("status") != value:

@@ -63,7 +63,7 @@ COMPONENT = "training-operator"
 Key = runtime.controller.Key
 
 
-def dump_status(status: JobStatus) -> Unstructured:
+def dump_status(status: JobStatus) -> dict[str, Any]:
     out: dict[str, Any] = status.model_dump(mode="json", by_alias=True, exclude_none=True)
     return out
 

@@ -45,7 +45,7 @@ from airflow_provider_training.frameworks.trainer import jobset as js
 from airflow_provider_training.frameworks.trainer.status import find, set_condition
 from airflow_provider_training.specs.annotations import WORKING_DIR_ANNOTATION
 from airflow_provider_training.specs.batch import indexed_job_issues
-from airflow_provider_training.specs.unstructured import Unstructured, controlled_by, controller_ref
+from airflow_provider_training.specs.unstructured import OwnerReference, Unstructured, controlled_by, controller_ref
 
 log = logging.getLogger(__name__)
 JOBSETS = BY_KEY["jobset.x-k8s.io/jobsets"]
@@ -111,7 +111,7 @@ def merge_mutable(job_template: dict[str, Any], rjob_template: dict[str, Any]) -
             spec[key] = merged
 
 
-def _set(conditions: list[Unstructured], parts: tuple[str, str, str, str], now: datetime) -> bool:
+def _set(conditions: list[dict[str, Any]], parts: tuple[str, str, str, str], now: datetime) -> bool:
     """``updateCondition``: a False condition is written only over an existing one; True flips
     StartupPolicyInProgress/Completed exclusive. Returns whether anything changed."""
     kind, value, reason, message = parts
@@ -215,11 +215,11 @@ class JobSetPass:
         self.namespace, self.name = jobset["metadata"]["namespace"], jobset["metadata"]["name"]
         self.status: dict[str, Any] = copy.deepcopy(jobset.get("status") or {})
         self.before = copy.deepcopy(self.status)
-        self.conditions: list[Unstructured] = self.status.setdefault("conditions", [])
+        self.conditions: list[dict[str, Any]] = self.status.setdefault("conditions", [])
         self.now = datetime.now(UTC)
         self.events: list[tuple[str, str, str]] = []
         self.requeue: float | None = None  # more Jobs to create than one pass creates: again at once
-        self._templates: Unstructured | None = None
+        self._templates: dict[str, dict[str, Any]] | None = None
 
     @property
     def view(self) -> Unstructured:
@@ -327,8 +327,8 @@ class JobSetPass:
         with contextlib.suppress(AlreadyExistsError):
             self.store.create(SERVICES.key, service)
 
-    def owner_reference(self) -> Unstructured:
-        return dict(controller_ref(self.jobset, JOBSETS))
+    def owner_reference(self) -> OwnerReference:
+        return controller_ref(self.jobset, JOBSETS)
 
     def create_job(self, job: Unstructured) -> None:
         job["metadata"]["ownerReferences"] = [self.owner_reference()]
@@ -404,7 +404,7 @@ class JobSetPass:
             current["spec"]["suspend"] = suspend
             self.store.update(JOBS.key, current)  # (a Conflict: the pass runs again)
 
-    def templates(self) -> Unstructured:
+    def templates(self) -> dict[str, dict[str, Any]]:
         """Each replicated Job's pod template as this JobSet now says (localized), read once a pass."""
         if self._templates is None:
             self._templates = {

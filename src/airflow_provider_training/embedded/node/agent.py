@@ -124,7 +124,7 @@ class Tracked:
     process: subprocess.Popen[bytes] | None = None  # when started directly, not by the zygote
     started: float = field(default_factory=time.monotonic)
     state_mtime: int = 0
-    state: Unstructured | None = None  # the supervisor's last state read
+    state: dict[str, Any] | None = None  # the supervisor's last state read
     done: bool = False
     deleting: bool = False
     seen: podstatus.Seen = field(default_factory=podstatus.Seen)
@@ -133,7 +133,7 @@ class Tracked:
     orphans_deadline: float | None = None
     # The binding (nodeName, addresses, PodScheduled) not yet in the store: it goes with the pod's
     # first status write, so a fast pod costs one write, not one to bind and one per state.
-    binding: Unstructured | None = None
+    binding: dict[str, Any] | None = None
     # Since when the pod has a change not yet written (monotonic), None when the store is current.
     unwritten_since: float | None = None
     address: str = ""  # the pod's address, published (``podspec.endpoints_dir``) once a container started

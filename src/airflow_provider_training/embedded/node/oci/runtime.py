@@ -41,13 +41,14 @@ from airflow_provider_training.embedded.node.oci.store import ImageStore, PullEr
 from airflow_provider_training.embedded.node.podspec import BUILTIN_INIT, PodConfigError
 from airflow_provider_training.kitops.credentials import Credential
 from airflow_provider_training.specs.kitfile.reference import ReferenceError
+from airflow_provider_training.specs.unstructured import Unstructured
 
 log = logging.getLogger(__name__)
 RUNTIME_ANNOTATION = "training.airflow.apache.org/runtime"
 RUNTIME_ENV = "AIRFLOW_TRAINING_RUNTIME"
 OCI, PROCESS = "oci", "process"
 BACKOFF_ENV, BACKOFF_MAX_ENV = "AIRFLOW_TRAINING_IMAGE_PULL_BACKOFF", "AIRFLOW_TRAINING_IMAGE_PULL_BACKOFF_MAX"
-Event = Callable[[dict[str, Any], str, str, str], None]
+Event = Callable[[Unstructured, str, str, str], None]
 
 
 class PullPending(Exception):
@@ -124,7 +125,7 @@ class OciRuntime:
         self.pool.shutdown(wait=False, cancel_futures=True)
 
     # -- which runtime ----------------------------------------------------------------------------
-    def wants(self, pod: dict[str, Any]) -> bool:
+    def wants(self, pod: Unstructured) -> bool:
         """Whether ``pod`` runs as images (PodConfigError when it asks for that and this node cannot)."""
         annotations = (pod.get("metadata") or {}).get("annotations") or {}
         asked = str(annotations.get(RUNTIME_ANNOTATION) or "").strip().lower()
@@ -146,7 +147,7 @@ class OciRuntime:
 
     # -- images -------------------------------------------------------------------------------------
     def images_for(
-        self, pod: dict[str, Any], secret: Callable[[str, str], dict[str, Any] | None]
+        self, pod: Unstructured, secret: Callable[[str, str], Unstructured | None]
     ) -> dict[str, ImageConfig]:
         """Every container's image, present: the images by container name, PullPending while a pull
         runs, or PodConfigError with the kubelet's reason (ErrImagePull, ImagePullBackOff, …)."""
@@ -182,7 +183,7 @@ class OciRuntime:
         return out
 
     def _ready(
-        self, pod: dict[str, Any], pull: _Pull, secret: Callable[[str, str], dict[str, Any] | None]
+        self, pod: Unstructured, pull: _Pull, secret: Callable[[str, str], Unstructured | None]
     ) -> PullResult | None:
         """This pull's result, or None while it runs (started here when due)."""
         image = pull.source.image
@@ -231,7 +232,7 @@ class OciRuntime:
         pull.future = self._submit(pull.source, credential, str(pod["metadata"]["uid"]))
         return None
 
-    def _once(self, pod: dict[str, Any], pull: _Pull, type_: str, reason: str, message: str) -> None:
+    def _once(self, pod: Unstructured, pull: _Pull, type_: str, reason: str, message: str) -> None:
         key = f"{reason}:{message}:{pull.failures}"
         if key not in pull.reported:
             pull.reported.add(key)
@@ -253,7 +254,7 @@ class OciRuntime:
             self.inflight.pop(key, None)
 
     def _credential(
-        self, pod: dict[str, Any], registry: str, secret: Callable[[str, str], dict[str, Any] | None]
+        self, pod: Unstructured, registry: str, secret: Callable[[str, str], Unstructured | None]
     ) -> Credential | None:
         """The first ``imagePullSecrets`` entry with credentials for ``registry`` (missing secrets
         are skipped, as the kubelet does, with a warning event)."""
@@ -275,7 +276,7 @@ class OciRuntime:
         return None
 
     # -- bundles --------------------------------------------------------------------------------------
-    def finish(self, spec: dict[str, Any], pod: dict[str, Any], images: dict[str, ImageConfig], pod_dir: Path) -> None:
+    def finish(self, spec: dict[str, Any], pod: Unstructured, images: dict[str, ImageConfig], pod_dir: Path) -> None:
         """Turn ``podspec.build``'s spec into one that runs each container's bundle."""
         spec["isolation"] = OCI  # no view of the supervisor's own: each container has its root
         spec["runtime"] = OCI
@@ -301,7 +302,7 @@ class OciRuntime:
             spec[key] = done
 
 
-def docker_config_credential(secret: dict[str, Any], registry: str) -> Credential | None:
+def docker_config_credential(secret: Unstructured, registry: str) -> Credential | None:
     """Credentials for ``registry`` in a ``kubernetes.io/dockerconfigjson`` (or ``dockercfg``) Secret."""
     data = dict(secret.get("data") or {})
     text = ""
