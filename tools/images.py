@@ -24,6 +24,8 @@ are mounted into the build read-only and handed to pip.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -31,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,6 +43,10 @@ DAG_REGISTRY = "ccr.ccs.tencentyun.com"
 PUBLIC_BASE = "docker.io/library/python:3.11-slim-bookworm"
 DEBIAN_BASE = "localhost/airflow-training/debian-python:bookworm"
 BUILT = ROOT / "images" / "built.json"
+# One build at a time per checkout: a second one (tools/test.sh warms the layer cache in the
+# background while the suite starts; the image fixture then builds too) waits, then finds every
+# layer cached, and neither overwrites built.json with the other's half.
+BUILD_LOCK = ROOT / "images" / ".build.lock"
 MMDEBSTRAP_PACKAGES = "python3,python3-venv,ca-certificates"
 
 
@@ -255,6 +262,22 @@ def order(keys: list[str]) -> list[Spec]:
 
 
 def build(ns: argparse.Namespace) -> int:
+    with _one_build_at_a_time():
+        return _build(ns)
+
+
+@contextlib.contextmanager
+def _one_build_at_a_time() -> Iterator[None]:
+    with BUILD_LOCK.open("a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log("waiting for another build of this checkout to finish")
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _build(ns: argparse.Namespace) -> int:
     keys = [spec.key for spec in IMAGES] if ns.images == ["all"] else (ns.images or list(DEFAULT))
     unknown = [k for k in keys if k not in BY_KEY]
     if unknown:
