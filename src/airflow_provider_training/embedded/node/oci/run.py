@@ -13,9 +13,11 @@
 Signals are passed on to runc (which passes them to the container's process); the exit code is
 runc's, which is the container's (a signal S as 128+S). ``runc.pid`` in the bundle names runc's
 process while it runs: ``kubectl exec`` enters its namespaces to run ``runc exec`` (``podexec``).
-Standard library only, and as little of it as will do: a fresh interpreter starts once per container
-start, and each module imported here (``pathlib``, ``subprocess``, ``ctypes.util``, which runs
-``ldconfig``) added to a warm pod's start what ``runc run`` itself takes.
+The supervisor runs this in a fork of itself (``spawn``), not as ``entry.py oci-run BUNDLE`` in a
+fresh interpreter: the interpreter's start was the largest part of a warm pod's start in image mode
+(~50 ms of CPU, against ~100 ms for ``runc run`` itself). ``entry.py oci-run`` runs the same ``main``.
+Standard library only, and as little of it as will do (no ``pathlib``, ``subprocess`` or
+``ctypes.util``, which runs ``ldconfig``): the zygote imports it with the supervisor.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import sys
 TYPE_CHECKING = False  # (typing itself is not imported at run time: see above)
 if TYPE_CHECKING:
     from pathlib import Path
-    from typing import Any
+    from typing import IO, Any
 
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWPID = 0x20000000
@@ -182,6 +184,61 @@ def main(argv: list[str]) -> int:
     shutil.rmtree(os.path.join(run["root"], run["id"]), ignore_errors=True)
     code = os.waitstatus_to_exitcode(status)
     return 128 - code if code < 0 else code
+
+
+class Forked:
+    """The runner forked by ``spawn``: what the supervisor reads of a ``subprocess.Popen``."""
+
+    def __init__(self, pid: int, stdout: IO[bytes]) -> None:
+        self.pid = pid
+        self.stdout = stdout
+        self.returncode: int | None = None
+
+
+def spawn(bundle: str, env: dict[str, str]) -> Forked:
+    """``main([bundle])`` in a fork of this process, set up as the supervisor's ``Popen`` sets up a
+    container (a session of its own, stdin from /dev/null, stdout and stderr into one pipe, no other
+    descriptor, ``env`` as the environment) but without a fresh interpreter to start. The caller
+    reaps it (``waitpid``) and reads its output from ``stdout``. Only for a process without threads
+    (the supervisor has none): a fork copies the calling thread alone."""
+    devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+    read, write = os.pipe()
+    for stream in (sys.stdout, sys.stderr):  # what this process buffered is its own, not the container's
+        with contextlib.suppress(Exception):
+            stream.flush()
+    try:
+        pid = os.fork()
+    except OSError:
+        for fd in (devnull, read, write):
+            os.close(fd)
+        raise
+    if pid == 0:
+        code = 128
+        try:
+            # the supervisor's signal handling is not the runner's (which installs its own in main);
+            # SIGPIPE stays ignored, as in the interpreter ``entry.py oci-run`` started
+            signal.set_wakeup_fd(-1)
+            for sig in (signal.SIGCHLD, *FORWARDED):
+                signal.signal(sig, signal.SIG_DFL)
+            os.setsid()
+            os.dup2(devnull, 0)
+            os.dup2(write, 1)
+            os.dup2(write, 2)
+            os.closerange(3, os.sysconf("SC_OPEN_MAX"))  # close_range(2): the supervisor's lock, socket, pipes
+            os.environ.clear()
+            os.environ.update(env)
+            code = main([bundle])
+        except BaseException as exc:  # whatever it is ends in the container's log, not the supervisor's
+            with contextlib.suppress(BaseException):
+                print(f"cannot run the container: {type(exc).__name__}: {exc}", file=sys.stderr)
+        finally:
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(BaseException):
+                    stream.flush()
+            os._exit(code)
+    os.close(write)
+    os.close(devnull)
+    return Forked(pid, os.fdopen(read, "rb"))
 
 
 def exec_argv(bundle: str, command: list[str]) -> list[str] | None:
