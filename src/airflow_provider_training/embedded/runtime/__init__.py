@@ -25,7 +25,7 @@ from airflow_provider_training.embedded.runtime.batches import (
 from airflow_provider_training.embedded.runtime.context import ControllerContext
 from airflow_provider_training.embedded.runtime.controller import For, Owns, OwnWrites, Reconciler, Watches, run
 from airflow_provider_training.embedded.runtime.manager import Controller, ControllerFactory, run_controllers
-from airflow_provider_training.embedded.runtime.owning import OwnerController
+from airflow_provider_training.embedded.runtime.owning import OwnerController, controlled_in_slices
 from airflow_provider_training.embedded.runtime.queue import WorkQueue
 
 __all__ = [
@@ -40,6 +40,7 @@ __all__ = [
     "Reconciler",
     "Watches",
     "WorkQueue",
+    "controlled_in_slices",
     "list_in_slices",
     "per_pass",
     "run",

@@ -22,6 +22,16 @@ from airflow_provider_training.embedded.store import NotFoundError, Store, Watch
 from airflow_provider_training.specs.unstructured import Unstructured, controlled_by, meta
 
 
+async def controlled_in_slices(
+    store: Store, resource: str, namespace: str, owner_uid: str | None, label_equals: Iterable[tuple[str, str]]
+) -> list[Unstructured]:
+    """``Store.list_controlled`` decoded in slices that let the loop serve others (a 1,000-pod job's
+    pods are read every pass): the objects the selector ``label_equals`` finds in ``namespace``
+    whose controlling ownerReference names ``owner_uid``."""
+    items = await list_in_slices(store, resource, namespace, label_equals=label_equals)
+    return [obj for obj in items if controlled_by(obj, owner_uid)]
+
+
 class OwnerController:
     name: str
     sources: ClassVar[Sequence[Source]]
@@ -61,12 +71,11 @@ class OwnerController:
     async def controlled(
         self, resource: str, owner: Mapping[str, Any], label_equals: Iterable[tuple[str, str]]
     ) -> list[Unstructured]:
-        """``Store.list_controlled`` decoded in slices that let the loop serve others (a 1,000-pod
-        job's pods are read every pass): the objects the selector ``label_equals`` finds whose
-        controlling ownerReference names ``owner``."""
-        uid = meta(owner).get("uid")
-        items = await list_in_slices(self.store, resource, meta(owner).get("namespace"), label_equals=label_equals)
-        return [obj for obj in items if controlled_by(obj, uid)]
+        """The objects of ``resource`` the selector ``label_equals`` finds that ``owner`` controls
+        (:func:`controlled_in_slices` in its namespace)."""
+        return await controlled_in_slices(
+            self.store, resource, meta(owner).get("namespace", ""), meta(owner).get("uid"), label_equals
+        )
 
     def delete_quietly(self, ref: tuple[str, str, str]) -> None:
         """Delete a dependent (resource, namespace, name); one already gone is no error."""
