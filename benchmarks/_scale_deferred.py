@@ -9,14 +9,15 @@ Once all N are deferred the fake controller pauses, and over an idle window: the
 process tree: the triggerer and its trigger runner) against the same before the run, its CPU, its
 TCP connections to the API server, and — on the API server's side (``/metrics``) — the open watches
 and the requests per second. Then 10 % of the jobs (pods) finish at once: job finished → trigger
-fired (the task leaves ``deferred``, seen by polling the REST API every 0.25 s) and → task success
-(the task instance's ``end_date``). N grows by one more DAG run per size (the smaller N's tasks stay
-deferred). At the end the runs are marked success (their other tasks with them, their triggers
-cancelled), so what comes next starts from an empty triggerer.
+fired (the triggerer's "Trigger fired event" line in the trigger's log) and → task success (the task
+instance's ``end_date``: a worker resumed the task and finished it). N grows by one more DAG run per
+size (the smaller N's tasks stay deferred). At the end the runs are marked success (their other
+tasks with them, their triggers cancelled), so what comes next starts from an empty triggerer.
 """
 
 from __future__ import annotations
 
+import json
 import statistics
 import threading
 import time
@@ -215,6 +216,16 @@ def _timestamp(text: str) -> float:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
+def _fired_at(d: Any, dag_id: str, run_id: str, task_id: str, index: int) -> float | None:
+    """When the triggerer fired the task's event: its line in the trigger's log (beside the task's)."""
+    folder = d.task_logs / f"dag_id={dag_id}" / f"run_id={run_id}" / f"task_id={task_id}" / f"map_index={index}"
+    for path in folder.glob("attempt=*.log.trigger.*.log"):
+        for line in path.read_text(errors="replace").splitlines():
+            if '"Trigger fired event"' in line:
+                return _timestamp(json.loads(line)["timestamp"])
+    return None
+
+
 Task = tuple[int, int]  # (stage, map index): stage s is the DAG run that named its jobs scale-s<s>-*
 
 
@@ -282,14 +293,6 @@ def deferred(
 
             finishing = sorted(waiting)[: max(1, n // 10)]
             written = controller.finish_all(finishing)
-            fired: dict[Task, float] = {}
-            deadline = time.monotonic() + 300 + 2 * len(finishing)
-            while len(fired) < len(finishing) and time.monotonic() < deadline:
-                still = deferred_now()
-                now = time.time()
-                fired.update({t: now for t in finishing if t not in still and t not in fired})
-                time.sleep(0.25)
-
             def succeeded(finishing: list[Task] = finishing) -> dict[Task, float] | None:
                 ends = {
                     (stage, ti["map_index"]): _timestamp(ti["end_date"])
@@ -301,7 +304,8 @@ def deferred(
 
             success = _until(succeeded, 300 + 5 * len(finishing), f"{len(finishing)} finished {way} tasks succeed")
             waiting -= set(finishing)
-            to_fired = [fired[t] - written[t] for t in finishing if t in fired]
+            fired = {t: at for t in finishing if (at := _fired_at(d, dag_id, runs[t[0]], task_id, t[1])) is not None}
+            to_fired = [fired[t] - written[t] for t in fired]
             to_success = [success[t] - written[t] for t in finishing]
             rows.append(
                 {

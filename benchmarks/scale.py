@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -110,6 +111,7 @@ def run_deferred(args: argparse.Namespace, results: dict[str, Any]) -> None:
         if d is not None:
             d.stop()
         stop(root / "plane", replicas=True)
+        shutil.rmtree(root, ignore_errors=True)
     results["deferred"] = rows
     print_deferred(rows, args.idle)
 
