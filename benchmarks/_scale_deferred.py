@@ -293,6 +293,7 @@ def deferred(
 
             finishing = sorted(waiting)[: max(1, n // 10)]
             written = controller.finish_all(finishing)
+
             def succeeded(finishing: list[Task] = finishing) -> dict[Task, float] | None:
                 ends = {
                     (stage, ti["map_index"]): _timestamp(ti["end_date"])
