@@ -37,7 +37,7 @@ pytest_plugins = sorted(
 # venv, a node agent, and every fixture built on one of them), and its module imports nothing that
 # starts processes, daemons, Airflow or torch itself. ``pytest -m unit`` runs them. A test that starts
 # something the import check cannot see (through a helper module) marks itself ``integration``;
-# ``slow`` tests are never in it either.
+# ``slow`` tests are never in it either, nor ``generated`` ones (hundreds of hypothesis examples each).
 # Imports that mean the module starts something heavy on its own.
 HEAVY_IMPORTS = ("subprocess", "multiprocessing", "airflow", "torch", "airflow_provider_training.embedded.daemon")
 HEAVY_NAMES = {"airflow_provider_training.embedded": {"start", "stop", "ensure_running", "ControlPlane"}}
@@ -76,6 +76,6 @@ def pytest_collection_modifyitems(config: object, items: list) -> None:  # type:
     for item in items:
         if HEAVY.intersection(getattr(item, "fixturenames", ())) or _starts_things(Path(str(item.path))):
             continue
-        if item.get_closest_marker("slow") or item.get_closest_marker("integration"):
+        if any(item.get_closest_marker(m) for m in ("slow", "integration", "generated")):
             continue
         item.add_marker(pytest.mark.unit)

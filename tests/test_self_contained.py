@@ -14,8 +14,14 @@ import pytest
 
 from tests.paths import ROOT
 
-# Tests that read tests/data/: the seed examples, the validate CLI on them, KitOps' Kitfile cases.
-DATA_TESTS = ["tests/specs/test_seed_examples.py", "tests/cli/test_validate_command.py", "tests/kitops/test_kitfile.py"]
+# Tests that read tests/data/: the seed examples, the validate CLI on them, KitOps' Kitfile cases, the
+# Helm values against the chart schema subset.
+DATA_TESTS = [
+    "tests/specs/test_seed_examples.py",
+    "tests/cli/test_validate_command.py",
+    "tests/kitops/test_kitfile.py",
+    "tests/deployment/test_helm_values.py",
+]
 OUTSIDE_MARKERS = ("../shared", "/work/shared", "AIRFLOW_TRAINING_SHARED")
 
 # Loaded by the child Python through PYTHONPATH: records each opened path that lies beside the clone

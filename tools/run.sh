@@ -5,7 +5,7 @@
 #
 # State lives in .run/ (Airflow home and metadata DB, the embedded control plane, the local OCI
 # registry, the ModelKit store). Run again: it reuses them. `bash tools/run.sh --clean` starts afresh.
-# EPOCHS=N shortens or lengthens training (default 5).
+# EPOCHS=N shortens or lengthens training (default 5). RUNTIME=oci runs the images of images/ (below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
@@ -48,6 +48,19 @@ EOF
     done
 fi
 export AIRFLOW_CONN_MODELKIT_REGISTRY_DEFAULT="{\"conn_type\": \"modelkit_registry\", \"host\": \"127.0.0.1:$REGISTRY_PORT\", \"extra\": {\"plain_http\": true}}"
+
+# RUNTIME=oci: the replicas, the packaging Job and the predictor run the images of images/ (built with
+# tools/images.py, pushed to this registry, mapped by the node's image table) with runc, instead of this
+# machine's Python (docs/embedded.md, "Real images"). A control plane already running keeps its mode:
+# add --clean when switching.
+if [ "${RUNTIME:-process}" = oci ]; then
+    echo "run: building the images and pushing them to 127.0.0.1:$REGISTRY_PORT (first run: minutes)"
+    mkdir -p "$AIRFLOW_TRAINING_HOME"
+    python tools/images.py build --push "127.0.0.1:$REGISTRY_PORT" --table "$AIRFLOW_TRAINING_HOME/image-table.yaml" \
+        >"$STATE/images.log" 2>&1 || { tail -40 "$STATE/images.log" >&2; exit 1; }
+    export AIRFLOW_TRAINING_RUNTIME=oci              # the daemon's node
+    export AIRFLOW__TRAINING__EMBEDDED_RUNTIME=oci   # the tasks: packing runs in the packaging image's Job
+fi
 
 echo "run: preparing the Airflow metadata DB ($AIRFLOW_HOME)"
 airflow db migrate >"$STATE/db-migrate.log" 2>&1 || { tail -40 "$STATE/db-migrate.log" >&2; exit 1; }

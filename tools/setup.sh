@@ -17,6 +17,10 @@ APT_PACKAGES=(
 [ "$MODE" = main ] || APT_PACKAGES+=(chromium)
 # the seed's troubleshooting commands, run through kubectl exec: nc -zv <master-pod-ip> <port>, ping
 APT_PACKAGES+=(netcat-openbsd iputils-ping)
+# the images of images/ (tools/images.py: buildah, a base from Debian's packages with mmdebstrap) and the
+# embedded node's image mode (runc); skopeo for benchmarks/images.py's baseline
+APT_PACKAGES+=(buildah runc mmdebstrap)
+[ "$MODE" = main ] || APT_PACKAGES+=(skopeo)
 # the deployment tier's metadata DB (Airflow's SQLite allows one writer; five processes write at once)
 [ "$MODE" = main ] || APT_PACKAGES+=(postgresql)
 # CPU wheel only: an unpinned torch pulls a multi-GB CUDA build.

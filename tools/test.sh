@@ -13,6 +13,17 @@ export PATH="$PWD/.venv/bin:$PATH"
 # and so did every daemon and Airflow process a test starts (``__pycache__`` is git-ignored).
 unset PYTHONDONTWRITEBYTECODE
 
+# The full run builds the images image mode's tests use (tests/fixtures/images.py). Cold, on a fresh
+# machine, that is minutes of pip and dpkg: started here, it overlaps lint and the tests before the
+# first one needs an image, whose build then waits for this one (tools/images.py takes a lock) and
+# finds every layer cached. Its output goes to a log; it is stopped if the run ends first.
+if [ $# -eq 0 ] && [ "$(id -u)" = 0 ] && command -v buildah >/dev/null && command -v runc >/dev/null; then
+    mkdir -p .ci-logs
+    setsid python tools/images.py build training packaging predictor </dev/null >.ci-logs/images-warmup.log 2>&1 &
+    warmup=$!
+    trap 'kill -- "-$warmup" 2>/dev/null || true' EXIT
+fi
+
 echo "== ruff"; ruff check src tests benchmarks dags tools
 echo "== ruff format"; ruff format --check src tests benchmarks dags tools
 echo "== mypy"; mypy

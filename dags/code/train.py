@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import ssl
+import sys
 import time
 import urllib.request
 from datetime import UTC, datetime, timedelta
@@ -154,6 +155,8 @@ def main() -> None:
         f"epochs={args.epochs} batch_size={args.batch_size} lr={args.lr}",
         flush=True,
     )
+    # which interpreter and user ran this replica: this machine's Python, or a training image's
+    print(f"rank {rank}: python {sys.executable} as uid {os.getuid()}", flush=True)
 
     train_set, test_set = load_digits_split(args.seed)
     sampler = (

@@ -176,6 +176,19 @@ def get_provider_info() -> dict[str, Any]:
                         "example": "/var/lib/airflow-training",
                         "default": "",
                     },
+                    "embedded_runtime": {
+                        "description": (
+                            "How the embedded node runs pods when a task starts the control plane: `process` "
+                            "(this machine's Python, the default) or `oci` (each container's image, pulled "
+                            "from its registry and run with runc; needs Linux, root and runc, else pods run "
+                            "as processes and the node says why). Empty means $AIRFLOW_TRAINING_RUNTIME, else "
+                            "process. A pod's annotation training.airflow.apache.org/runtime overrides it."
+                        ),
+                        "version_added": "0.1.0",
+                        "type": "string",
+                        "example": "oci",
+                        "default": "",
+                    },
                     "embedded_authorization": {
                         "description": (
                             "Authorization of the embedded control plane when a task starts it: `rbac` "

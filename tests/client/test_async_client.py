@@ -28,8 +28,10 @@ async def async_client(plane: ControlPlane, **kwargs: Any) -> AsyncIterator[Asyn
 def test_async_create_wait_pods_logs_delete(control_plane: ControlPlane, test_namespace: str) -> None:
     async def scenario() -> dict[str, Any]:
         async with async_client(control_plane, watch_timeout=1) as jobs:
+            # (only the Master fails: when both did, which failure the job named first was a race)
             script = (
-                "import os, sys; print('hello from', 'master' if os.environ['RANK'] == '0' else 'worker'); sys.exit(3)"
+                "import os, sys; master = os.environ['RANK'] == '0'; "
+                "print('hello from', 'master' if master else 'worker'); sys.exit(3 if master else 0)"
             )
             created = await jobs.create(
                 job(name="aj", replicas={"Master": 1, "Worker": 1}, script=script), namespace=test_namespace

@@ -156,7 +156,8 @@ def test_active_deadline_stops_the_pod_on_time(kubectl: Kubectl) -> None:
 
 
 def test_ttl_after_finished_deletes_the_job_and_its_pods(kubectl: Kubectl) -> None:
-    code = "import time; print('up', flush=True); time.sleep(0.3)"
+    # (long enough that the wait below starts before the job ends: the TTL then removes it within 1 s)
+    code = "import time; print('up', flush=True); time.sleep(3)"
     assert kubectl.apply(batch_job("short", code, ttlSecondsAfterFinished=1)).returncode == 0
     pid = wait_for(lambda: _running_pid(kubectl, "short"), 15, "the pod to run")
     assert kubectl("wait", "--for=condition=complete", "job/short", "--timeout=20s", timeout=30).returncode == 0

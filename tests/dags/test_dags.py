@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -216,3 +217,63 @@ def test_example_dag_runs_end_to_end(airflow_db, repo_dags, registry_default, te
     failed = {task: state for task, state in result.items() if state not in ("success", "skipped")}
     assert run.state == "success" and not failed, failed
     assert {task for task, state in result.items() if state == "success"} == ran, result
+
+
+# -- the rehearsal in image mode (tests/fixtures/images.py): the PyTorchJob's replicas from the training
+# image, kit from the packaging image, the predictor from its image; no replica uses this machine's Python
+TRAINING_LINE = "python /opt/venv/bin/python as uid 1000"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(2400)  # the first user of built_images waits for the build (minutes when cold)
+def test_train_package_deploy_runs_the_built_images(
+    airflow_db, repo_dags, registry, built_images, oci_control_plane, monkeypatch
+):
+    from kubernetes import client, config
+
+    from tests.deploy.conftest import delete_and_wait, xcoms
+
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_MODELKIT_REGISTRY_DEFAULT",
+        json.dumps({"conn_type": "modelkit_registry", "host": registry.host, "extra": {"plain_http": True}}),
+    )
+    monkeypatch.setenv("AIRFLOW_TRAINING_HOME", str(oci_control_plane.home))
+    # (the daemon runs images already; this tells the tasks, so that packing runs in the packaging image)
+    monkeypatch.setenv("AIRFLOW__TRAINING__EMBEDDED_RUNTIME", "oci")
+    configuration = client.Configuration()
+    config.load_kube_config(config_file=str(oci_control_plane.kubeconfig), client_configuration=configuration)
+    api_client = client.ApiClient(configuration)
+    core = client.CoreV1Api(api_client)
+    namespace = f"rehearsal-{uuid.uuid4().hex[:6]}"
+    core.create_namespace({"metadata": {"name": namespace}})
+    dag = load(repo_dags, "train_package_deploy")
+    try:
+        run = dag.test(run_conf={"epochs": 2, "namespace": namespace})
+        assert states(run) == {s: "success" for s in ("train", "package", "approve", "deploy", "smoke_test")}
+        pushed = xcoms("train_package_deploy", run.run_id)
+        assert pushed[("smoke_test", "return_value")]["accuracy"] >= 0.8
+        job = pushed[("train", "job_name")]
+        digests = {key: entry["digest"] for key, entry in built_images.digests.items()}
+        for replica in (f"{job}-master-0", f"{job}-worker-0"):
+            log = core.read_namespaced_pod_log(replica, namespace)
+            # the image's interpreter (it exists only in the image) as the image's non-root user
+            assert TRAINING_LINE in log, log[-2000:]
+            status = core.read_namespaced_pod(replica, namespace).status.container_statuses[0]
+            assert status.image_id.endswith(digests["training"])
+        images_used: dict[str, Any] = {}
+        for item in core.list_namespaced_pod(namespace).items:
+            for status in (item.status.init_container_statuses or []) + (item.status.container_statuses or []):
+                images_used.setdefault(status.image_id.rsplit("@", 1)[-1], []).append(
+                    f"{item.metadata.name}/{status.name}"
+                )
+        # the packaging Job is gone with its pods and their events (the operator deletes it): the
+        # node's store shows what its pod pulled — the packaging image, as the image table says
+        store = oci_control_plane.home / "node" / "oci" / "blobs" / "sha256"
+        assert (store / digests["packaging"].split(":")[1]).exists()
+        assert any(name.endswith("/kserve-container") for name in images_used.get(digests["predictor"], [])), (
+            images_used
+        )
+    finally:
+        delete_and_wait(api_client, namespace, "digits")
+        core.delete_namespace(namespace)
+        api_client.close()

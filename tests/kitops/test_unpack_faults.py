@@ -201,3 +201,19 @@ def test_a_file_followed_by_file_slash_child_is_refused_whole(tmp_path):
     assert layer["digest"] in message and "'model/w/child'" in message and "\n" not in message
     assert _snapshot(out) == before and _no_temp_files(out)
     assert not (out / "model").exists()
+
+
+@pytest.mark.parametrize("mode", [0o4777, 0o2755, 0o1777, 0o640, 0o000, 0o100, 0o777, 0o644])
+def test_the_filter_by_hand_gives_the_modes_pep_706_gives(mode, tmp_path):
+    """Where tarfile has no filters (Debian bookworm's Python 3.11.2, the images' base) the unpack
+    applies the data filter's mode rules itself, with the same result."""
+    import tarfile
+
+    from airflow_provider_training.kitops import unpack as unpackmod
+
+    member = tarfile.TarInfo("model.bin")
+    member.mode = mode
+    assert unpackmod._data_filtered_by_hand(member).mode == tarfile.data_filter(member, str(tmp_path)).mode
+    directory = tarfile.TarInfo("dir")
+    directory.type, directory.mode = tarfile.DIRTYPE, mode
+    assert unpackmod._data_filtered_by_hand(directory).mode == tarfile.data_filter(directory, str(tmp_path)).mode

@@ -182,6 +182,24 @@ PyTorchJobOperator(task_id="train", job={job_literal(script="import time; time.s
     assert listed["items"] == []
 
 
+def test_a_timed_out_job_names_the_replica_that_could_not_start_and_why(
+    run_dag: Any, test_namespace: str, capfd: Any
+) -> None:
+    from tests.factories import simple_job
+
+    job = simple_job("PyTorchJob", "stuck", script="print('never')")
+    main = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
+    main["env"] = [{"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "no-such-secret", "key": "token"}}}]
+    dr = run_dag(
+        dag_file("stuck", f'PyTorchJobOperator(task_id="train", job={job!r}, namespace="{test_namespace}", timeout=4)'),
+        "stuck",
+    )
+    assert dr.get_task_instance("train").state == "failed"
+    out = "".join(capfd.readouterr())
+    assert "did not finish within 4s; replicas not running: stuck-master-0" in out
+    assert 'CreateContainerConfigError: secret "no-such-secret" not found' in out
+
+
 REPLICAS = {
     "PyTorchJob": {"Master": 1},
     "TFJob": {"Worker": 1},

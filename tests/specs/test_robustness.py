@@ -7,6 +7,7 @@ import copy
 import math
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -61,6 +62,7 @@ def _check(source: Any) -> None:
         report.lines()
 
 
+@pytest.mark.generated
 @SETTINGS
 @given(kind=st.sampled_from(sorted(KINDS)), data=st.data())
 def test_mutated_jobs(kind: str, data: st.DataObject) -> None:
@@ -80,6 +82,7 @@ def test_mutated_jobs(kind: str, data: st.DataObject) -> None:
     _check(copy.deepcopy(doc))
 
 
+@pytest.mark.generated
 @SETTINGS
 @given(doc=values)
 def test_random_documents(doc: Any) -> None:

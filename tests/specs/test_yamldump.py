@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -45,18 +46,21 @@ def same(docs: list[Any]) -> None:
     assert yamldump.safe_dump_all(docs) == yaml.safe_dump_all(docs, sort_keys=False)
 
 
+@pytest.mark.generated
 @SETTINGS
 @given(documents(printable))
 def test_printable_ascii_documents_are_byte_identical(docs: list[Any]) -> None:
     same(docs)
 
 
+@pytest.mark.generated
 @SETTINGS
 @given(documents(anything))
 def test_any_document_is_byte_identical(docs: list[Any]) -> None:
     same(docs)
 
 
+@pytest.mark.generated
 @SETTINGS
 @given(documents(wordy))
 def test_documents_of_plain_words_are_byte_identical(docs: list[Any]) -> None:

@@ -11,7 +11,6 @@ import collections
 import secrets
 import threading
 import time
-from typing import Any
 
 from airflow_provider_training.embedded.resources import EVENTS
 from airflow_provider_training.embedded.store import Store, now_timestamp
@@ -64,7 +63,7 @@ def record_events(store: Store, events: list[tuple[Unstructured, str, str, str, 
         store.create_many(EVENTS.key, kept)
 
 
-def filtered(events: list[tuple[dict[str, Any], str, str, str, str]]) -> list[Unstructured]:
+def filtered(events: list[tuple[Unstructured, str, str, str, str]]) -> list[Unstructured]:
     """The Event objects of ``events`` the spam filter lets through (to store with other changes)."""
     return [new_event(*event) for event in events if allowed(event[0], event[4])]
 

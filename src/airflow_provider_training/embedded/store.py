@@ -346,7 +346,7 @@ class Store:
 
     def _read_current(
         self, resource: str, namespace: str, name: str, attempt: int, expected: Unstructured | None = None
-    ) -> tuple[dict[str, Any], int] | None:
+    ) -> tuple[Unstructured, int] | None:
         """The stored object and its resourceVersion for a write: ``expected`` (the caller's copy)
         while it is current, else decoded outside the lock on the first tries (the caller re-checks
         the resourceVersion under the lock), under it after."""
@@ -425,7 +425,7 @@ class Store:
         namespace: str | None,
         label_equals: Iterable[tuple[str, str]],
         label_filter: Callable[[dict[str, str]], bool] | None,
-        object_filter: Callable[[dict[str, Any]], bool] | None,
+        object_filter: Callable[[Unstructured], bool] | None,
         after: tuple[str, str] | None,
         limit: int | None,
     ) -> tuple[builtins.list[tuple[str, str, str, str]], int]:
@@ -636,7 +636,7 @@ class Store:
         resource: str,
         namespace: str,
         name: str,
-        change: Callable[[dict[str, Any]], Unstructured | None],
+        change: Callable[[Unstructured], Unstructured | None],
         *,
         also_create: Sequence[tuple[str, Unstructured]] = (),
     ) -> Unstructured | None:
@@ -661,7 +661,7 @@ class Store:
         self,
         resource: str,
         items: Sequence[
-            tuple[str, str, Callable[[dict[str, Any]], Unstructured | None], Sequence[tuple[str, Unstructured]]]
+            tuple[str, str, Callable[[Unstructured], Unstructured | None], Sequence[tuple[str, Unstructured]]]
         ],
     ) -> builtins.list[Unstructured | None]:
         """:meth:`update_with` for each (namespace, name, change, also_create), all in one transaction
@@ -669,7 +669,7 @@ class Store:
         that is gone, or whose ``change`` returns None, is left out (None in its place)."""
         with self._lock:
             rv = self._rv + 1
-            changes: builtins.list[tuple[str, str, dict[str, Any], Unstructured | None]] = []
+            changes: builtins.list[tuple[str, str, Unstructured, Unstructured | None]] = []
             out: builtins.list[Unstructured | None] = []
             for namespace, name, change, also_create in items:
                 row = self._row(resource, namespace, name)
@@ -705,12 +705,12 @@ class Store:
         old: Unstructured,
         extras: builtins.list[tuple[str, Unstructured]],
         rv: int,
-    ) -> builtins.list[tuple[str, str, dict[str, Any], Unstructured | None]]:
+    ) -> builtins.list[tuple[str, str, Unstructured, Unstructured | None]]:
         """An update's changes for ``_commit``, the first at resourceVersion ``rv`` (lock held)."""
         meta = obj["metadata"]
         meta["resourceVersion"] = str(rv)
         deleted = meta.get("deletionTimestamp") and not meta.get("finalizers")
-        changes: builtins.list[tuple[str, str, dict[str, Any], Unstructured | None]] = [
+        changes: builtins.list[tuple[str, str, Unstructured, Unstructured | None]] = [
             ("DELETED" if deleted else "MODIFIED", resource, obj, old)
         ]
         for extra_resource, extra in extras:
@@ -808,7 +808,7 @@ class Store:
     def _commit(
         self,
         rv: int,
-        changes: builtins.list[tuple[str, str, dict[str, Any], Unstructured | None]],
+        changes: builtins.list[tuple[str, str, Unstructured, Unstructured | None]],
         encoded: _Encoded | None = None,
     ) -> None:
         """Write ``changes`` in one transaction; the i-th gets resourceVersion ``rv + i``.

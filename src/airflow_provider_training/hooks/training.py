@@ -108,9 +108,14 @@ def resolve_conn_id(kubernetes_conn_id: ConnId) -> str | None:
 
 def embedded_control_plane() -> embedded.ControlPlane:
     """The embedded control plane of ``[training] embedded_home``, started if it does not run (with
-    ``[training] embedded_authorization``, when set, as its authorization mode)."""
+    ``[training] embedded_authorization``, when set, as its authorization mode, and
+    ``[training] embedded_runtime`` as its node's runtime)."""
     mode = conf.get("training", "embedded_authorization", fallback="")
-    return embedded.ensure_running(embedded_home(), {"AIRFLOW_TRAINING_AUTHORIZATION": mode} if mode else None)
+    runtime = conf.get("training", "embedded_runtime", fallback="")
+    env = {"AIRFLOW_TRAINING_AUTHORIZATION": mode} if mode else {}
+    if runtime:  # oci: replicas run their images with runc (docs/embedded.md, "Real images")
+        env["AIRFLOW_TRAINING_RUNTIME"] = runtime
+    return embedded.ensure_running(embedded_home(), env or None)
 
 
 def running_control_plane_kubeconfig() -> str:

@@ -515,14 +515,17 @@ class RegistryClient:
             raise self._fail(resp, f"pushing manifest {repo}:{tag_or_digest}")
         return resp.headers.get("Docker-Content-Digest") or "sha256:" + hashlib.sha256(manifest).hexdigest()
 
-    def get_manifest(self, repo: str, target: str, limit: int = MAX_MANIFEST) -> tuple[bytes, str]:
+    def get_manifest(
+        self, repo: str, target: str, limit: int = MAX_MANIFEST, accept: str | None = None
+    ) -> tuple[bytes, str]:
         """Manifest (or index) bytes and their digest (checked against ``target`` when it is a
-        digest); more than ``limit`` bytes is refused unread (a hostile registry cannot exhaust memory)."""
+        digest); more than ``limit`` bytes is refused unread (a hostile registry cannot exhaust memory).
+        ``accept``: the media types asked for (default: OCI manifests and indexes)."""
         resp = self.request(
             "GET",
             f"/v2/{repo}/manifests/{target}",
             scope=_scope(repo, push=False),
-            headers={"Accept": f"{mediatypes.MANIFEST}, {mediatypes.INDEX}"},
+            headers={"Accept": accept or f"{mediatypes.MANIFEST}, {mediatypes.INDEX}"},
             stream=True,
         )
         try:

@@ -13,6 +13,7 @@ and leaves every file the user already had untouched.
 from __future__ import annotations
 
 import contextlib
+import copy
 import errno
 import hashlib
 import json
@@ -258,10 +259,28 @@ def extract_layer(
 def _data_filtered(member: tarfile.TarInfo, root: Path, digest: str) -> tarfile.TarInfo:
     """The entry as PEP 706's ``data`` filter passes it: no setuid/setgid/sticky bits, no group or
     other write, owner read/write; raw layers get the same rules as tar entries."""
+    if not hasattr(tarfile, "data_filter"):
+        return _data_filtered_by_hand(member)
     try:
         return tarfile.data_filter(member, str(root))
     except tarfile.FilterError as exc:
         raise UnsafePathError(f"refusing {member.name!r} in layer {digest}: {exc}") from None
+
+
+def _data_filtered_by_hand(member: tarfile.TarInfo) -> tarfile.TarInfo:
+    """The ``data`` filter's mode rules where ``tarfile`` has no filters (Python before 3.11.4 /
+    3.10.12: Debian bookworm's 3.11.2, the images' base). Its path and link rules are already
+    ``_safe_target``'s and ``extract_layer``'s (which refuses links and special files)."""
+    filtered = copy.copy(member)
+    if member.isdir():
+        filtered.mode = None  # type: ignore[assignment]  # (as data_filter: the umask's mode)
+        return filtered
+    mode = member.mode & 0o755
+    mode |= 0o600
+    if not mode & 0o100:
+        mode &= ~0o011
+    filtered.mode = mode
+    return filtered
 
 
 def _raw_name(layer: dict[str, Any], fallback: str | None) -> str:

@@ -7,8 +7,9 @@ the event's extra (through the task's ``modelkit`` AssetAlias, since the referen
 ``mode``: ``local`` packs on the worker; ``job`` (``ModelKitPackAndPushOperator`` with a ``pvc://``
 source) packs and pushes in a ``batch/v1`` Job on the cluster that mounts the claim
 (``operators/modelkit_job.py``); ``auto`` (default) is ``job`` exactly when the source is ``pvc://``
-and a ``kubernetes`` connection is in use (``kubernetes_conn_id`` or ``[training] kubernetes_conn_id``)
-or the task runs in a pod of the embedded control plane (which cannot read the claim's directory).
+and a ``kubernetes`` connection is in use (``kubernetes_conn_id`` or ``[training] kubernetes_conn_id``),
+the task runs in a pod of the embedded control plane (which cannot read the claim's directory), or
+the embedded control plane runs images (``[training] embedded_runtime = oci``).
 """
 
 from __future__ import annotations
@@ -364,7 +365,14 @@ class _ModelKitBase(BaseOperator):
                     f"pvc://<claim>/<path> (got {self.source!r})"
                 )
             return True
-        return self.mode == "auto" and pvc and not targets_embedded(self._conn_id())
+        if self.mode != "auto" or not pvc:
+            return False
+        from airflow.sdk import conf
+
+        # on a cluster (or from a pod of the embedded plane); and on an embedded control plane whose
+        # node runs images (kit from the packaging image, as on the cluster: the rehearsal of
+        # docs/embedded.md "Real images")
+        return not targets_embedded(self._conn_id()) or conf.get("training", "embedded_runtime", fallback="") == "oci"
 
     def _pack_and_push_in_job(self, ref: Reference, context: Any) -> dict[str, Any]:
         try:

@@ -81,6 +81,17 @@ def _seconds(value: float | timedelta | None) -> float | None:
     return value.total_seconds() if isinstance(value, timedelta) else (float(value) if value is not None else None)
 
 
+# a replica waiting for one of these will not start on its own
+STUCK_REASONS = (
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "InvalidImageName",
+    "ErrImageNeverPull",
+    "CreateContainerError",
+    "CreateContainerConfigError",
+)
+
+
 class TrainingJobOperator(TrainingLineageMixin, BaseOperator):  # lineage: operators/lineage.py
     """Submit a Kubeflow training job and wait until it has ``Succeeded`` or ``Failed``.
 
@@ -351,8 +362,9 @@ class TrainingJobOperator(TrainingLineageMixin, BaseOperator):  # lineage: opera
                 ref.kind, ref.name, ref.namespace, uid=ref.uid, timeout=_seconds(self.timeout), on_change=self._changed
             )
         except WaitTimeout as exc:
+            stuck = self._stuck_replicas(client, ref)
             self._abandon(client, "the job-level timeout expired")
-            raise AirflowException(str(exc)) from None
+            raise AirflowException(str(exc) + stuck) from None
         except JobDeleted as exc:
             raise AirflowException(str(exc)) from None
         finally:
@@ -386,8 +398,9 @@ class TrainingJobOperator(TrainingLineageMixin, BaseOperator):  # lineage: opera
         status = event.get("status")
         if status == "timeout":
             self._print_logs(client, ref)
+            stuck = self._stuck_replicas(client, ref)
             self._abandon(client, "the job-level timeout expired")
-            raise AirflowException(event.get("message") or "the job did not finish in time")
+            raise AirflowException((event.get("message") or "the job did not finish in time") + stuck)
         if status != "finished":
             raise AirflowException(event.get("message") or f"waiting for the job failed ({status})")
         job = client.get(ref.kind, ref.name, ref.namespace)
@@ -446,6 +459,26 @@ class TrainingJobOperator(TrainingLineageMixin, BaseOperator):  # lineage: opera
                 continue
             for line in text.splitlines():
                 self._log_line(f"[{name}] {line}")
+
+    def _stuck_replicas(self, client: TrainingJobClient, ref: ObjectRef) -> str:
+        """Why replicas never ran, for a timeout's message: each pod's container waiting with a
+        reason a person must act on (an image that cannot be pulled, a config that cannot be made)."""
+        try:
+            pods = client.pods(ref.kind, ref.name, ref.namespace, uid=ref.uid)
+        except ApiError:
+            return ""
+        found = []
+        for pod in pods:
+            status = pod.get("status") or {}
+            for container in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or []):
+                waiting = (container.get("state") or {}).get("waiting") or {}
+                if waiting.get("reason") in STUCK_REASONS:
+                    found.append(
+                        f"{pod['metadata']['name']} ({container.get('image', '')}): {waiting['reason']}: "
+                        f"{str(waiting.get('message') or '')[:500]}"
+                    )
+                    break
+        return ("; replicas not running: " + "; ".join(found)) if found else ""
 
     def _log_line(self, line: str) -> None:
         self.log.info("%s", line)

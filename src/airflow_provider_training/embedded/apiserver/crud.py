@@ -358,7 +358,7 @@ def _list_response(request: Request, ctx: ServerContext, target: Target) -> Resp
     return json_response(body)
 
 
-def _store_update(ctx: ServerContext, rt: ResourceType, obj: Unstructured, old: Unstructured) -> dict[str, Any]:
+def _store_update(ctx: ServerContext, rt: ResourceType, obj: Unstructured, old: Unstructured) -> Unstructured:
     try:  # (``obj`` built for this request alone; ``old`` as read for it)
         return ctx.store.update(rt.key, obj, copy=False, expected=old)
     except ConflictError:
@@ -563,7 +563,7 @@ def delete_object(ctx: ServerContext, rt: ResourceType, obj: Unstructured, polic
 FOREGROUND_DELETION = "foregroundDeletion"
 
 
-def _without_foreground_finalizer(obj: Unstructured) -> dict[str, Any]:
+def _without_foreground_finalizer(obj: Unstructured) -> Unstructured:
     """The owner once its dependents are gone: without the finalizer (removed, unless others remain)."""
     meta = obj["metadata"]
     meta["finalizers"] = [f for f in meta.get("finalizers") or [] if f != FOREGROUND_DELETION]

@@ -36,7 +36,7 @@ from airflow_provider_training.embedded.resources import BY_KEY, PODS
 from airflow_provider_training.embedded.store import ConflictError, Store
 from airflow_provider_training.frameworks.trainer import trainerstatus as ts
 from airflow_provider_training.specs.trainer import constants as c
-from airflow_provider_training.specs.unstructured import Unstructured
+from airflow_provider_training.specs.unstructured import OwnerReference, Unstructured, controller_of
 
 log = logging.getLogger(__name__)
 TRAINJOBS = BY_KEY["trainer.kubeflow.org/trainjobs"]
@@ -81,9 +81,9 @@ def refusal(store: Store, home_root: Any, header: str, namespace: str, name: str
     return None
 
 
-def _controller(obj: Unstructured, kind: str) -> dict[str, Any] | None:
-    refs = (obj.get("metadata") or {}).get("ownerReferences") or []
-    return next((r for r in refs if isinstance(r, dict) and r.get("controller") and r.get("kind") == kind), None)
+def _controller(obj: Unstructured, kind: str) -> OwnerReference | None:
+    ref = controller_of(obj)
+    return ref if ref is not None and ref.get("kind") == kind else None
 
 
 def _pod_of(store: Store, pod: Unstructured, trainjob: str) -> bool:

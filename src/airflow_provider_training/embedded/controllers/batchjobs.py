@@ -33,19 +33,17 @@ from airflow_provider_training.embedded import canonical, runtime, serviceaccoun
 from airflow_provider_training.embedded.events import record_events
 from airflow_provider_training.embedded.resources import BY_KEY, PODS
 from airflow_provider_training.embedded.runtime import (
-    ControllerContext,
     For,
+    OwnerController,
     Owns,
-    WorkQueue,
-    list_in_slices,
     per_pass,
     slow_start_batch,
 )
-from airflow_provider_training.embedded.store import AlreadyExistsError, ConflictError, NotFoundError, Store, WatchEvent
+from airflow_provider_training.embedded.store import AlreadyExistsError, ConflictError, NotFoundError, WatchEvent
 from airflow_provider_training.frameworks.timeutil import format_time, parse_time
 from airflow_provider_training.specs.annotations import BATCH_CONTROLLER_UID as CONTROLLER_UID
 from airflow_provider_training.specs.annotations import WORKING_DIR_ANNOTATION
-from airflow_provider_training.specs.unstructured import ObjectMeta, Unstructured, controlled_by, controller_ref
+from airflow_provider_training.specs.unstructured import ObjectMeta, Unstructured, controller_ref
 
 JOBS = BY_KEY["batch/jobs"]
 COMPONENT = "job-controller"
@@ -69,7 +67,7 @@ def pod_backoff() -> tuple[float, float]:
     )
 
 
-def condition_true(status: dict[str, Any], type_: str) -> Unstructured | None:
+def condition_true(status: dict[str, Any], type_: str) -> dict[str, Any] | None:
     for c in status.get("conditions") or []:
         if c.get("type") == type_ and c.get("status") == "True":
             return dict(c)
@@ -86,7 +84,7 @@ def finished_at(status: dict[str, Any]) -> datetime | None:
 
 
 def set_condition(status: dict[str, Any], type_: str, value: str, reason: str, message: str, now: str) -> None:
-    conditions: list[Unstructured] = status.setdefault("conditions", [])
+    conditions: list[dict[str, Any]] = status.setdefault("conditions", [])
     for c in conditions:
         if c.get("type") == type_:
             if c.get("status") != value:
@@ -121,19 +119,16 @@ def restarts(pod: Unstructured) -> int:
     )
 
 
-class BatchJobController:
+class BatchJobController(OwnerController):
     name = "batch-jobs"
     sources = (For(JOBS.key), Owns(PODS.key, owner=JOBS.key, kind="Job", api_version="batch/v1"))
+    resource = JOBS.key
+    managed_by = MANAGED_BY
 
     def __init__(self) -> None:
-        self.work: WorkQueue[Key] = WorkQueue()
+        super().__init__()
         self.failures_seen: dict[str, float] = {}  # failed pod uid -> when this controller saw it fail
         self.backoff = pod_backoff()
-
-    async def run(self, ctx: ControllerContext) -> None:
-        self.store: Store = ctx.store
-        self.ctx = ctx
-        await runtime.run(self, ctx, self.work, on_event=self._on_event)
 
     def _on_event(self, event: WatchEvent) -> None:
         if event.type == "DELETED" and event.resource == PODS.key:
@@ -141,22 +136,15 @@ class BatchJobController:
 
     # -- reconcile ------------------------------------------------------------------------------
     async def reconcile(self, key: Key) -> float | None:
-        job = self.store.get(JOBS.key, key.namespace, key.name)
-        if job is None or job["metadata"].get("deletionTimestamp"):
-            return None
-        if (job.get("spec") or {}).get("managedBy", MANAGED_BY) != MANAGED_BY:
-            return None
-        if (job.get("spec") or {}).get("completionMode") == "Indexed":
+        job = self.current(key)
+        if job is None or (job.get("spec") or {}).get("completionMode") == "Indexed":
             return None  # JobSet's child Jobs: controllers/indexedjobs.py
         return await Sync(self, job).run()
 
     async def owned_pods(self, job: Unstructured) -> list[Unstructured]:
         uid = job["metadata"]["uid"]
         selector = ((job.get("spec") or {}).get("selector") or {}).get("matchLabels") or {CONTROLLER_UID: uid}
-        items = await list_in_slices(
-            self.store, PODS.key, job["metadata"]["namespace"], label_equals=list(selector.items())
-        )
-        return [p for p in items if controlled_by(p, uid)]
+        return await self.controlled(PODS.key, job, selector.items())
 
 
 class Sync:

@@ -38,13 +38,13 @@ from airflow_provider_training.embedded.controllers.batchjobs import (
 )
 from airflow_provider_training.embedded.network import shared_network
 from airflow_provider_training.embedded.resources import BY_KEY, PODS
-from airflow_provider_training.embedded.runtime import ControllerContext, list_in_slices
+from airflow_provider_training.embedded.runtime import ControllerContext
 from airflow_provider_training.embedded.store import WatchEvent
 from airflow_provider_training.specs.annotations import BATCH_CONTROLLER_UID as CONTROLLER_UID
 from airflow_provider_training.specs.annotations import BATCH_JOB_NAME as JOB_NAME
 from airflow_provider_training.specs.annotations import BATCH_LEGACY_CONTROLLER_UID as LEGACY_CONTROLLER_UID
 from airflow_provider_training.specs.annotations import BATCH_LEGACY_JOB_NAME as LEGACY_JOB_NAME
-from airflow_provider_training.specs.unstructured import Unstructured, controlled_by, controller_ref
+from airflow_provider_training.specs.unstructured import Unstructured, controller_ref
 
 JOBS = BY_KEY["batch/jobs"]
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
@@ -90,10 +90,8 @@ class IndexedJobController(BatchJobController):
 
     name = "indexed-jobs"
 
-    async def run(self, ctx: ControllerContext) -> None:
-        self.home = ctx.home
+    def started(self, ctx: ControllerContext) -> None:
         self.network = shared_network(ctx.home)
-        await super().run(ctx)
 
     def _on_event(self, event: WatchEvent) -> None:
         super()._on_event(event)
@@ -103,18 +101,13 @@ class IndexedJobController(BatchJobController):
                 self.network.release_pod(meta.get("namespace", ""), meta["name"])
 
     async def reconcile(self, key: Key) -> float | None:
-        namespace, name = key.namespace, key.name
-        job = self.store.get(JOBS.key, namespace, name)
-        if job is None or job["metadata"].get("deletionTimestamp") or not is_indexed(job):
+        job = self.current(key)
+        if job is None or not is_indexed(job):
             return None
         return await IndexedSync(self, job).run()
 
     async def owned_pods(self, job: Unstructured) -> list[Unstructured]:
-        uid = job["metadata"]["uid"]
-        items = await list_in_slices(
-            self.store, PODS.key, job["metadata"]["namespace"], label_equals=[(CONTROLLER_UID, uid)]
-        )
-        return [p for p in items if controlled_by(p, uid)]
+        return await self.controlled(PODS.key, job, [(CONTROLLER_UID, job["metadata"]["uid"])])
 
 
 class IndexedSync(Sync):

@@ -31,7 +31,7 @@ from airflow_provider_training.embedded.runtime import (
     Owns,
     OwnWrites,
     WorkQueue,
-    list_in_slices,
+    controlled_in_slices,
     per_pass,
     slow_start_batch,
 )
@@ -63,7 +63,7 @@ COMPONENT = "training-operator"
 Key = runtime.controller.Key
 
 
-def dump_status(status: JobStatus) -> Unstructured:
+def dump_status(status: JobStatus) -> dict[str, Any]:
     out: dict[str, Any] = status.model_dump(mode="json", by_alias=True, exclude_none=True)
     return out
 
@@ -130,9 +130,7 @@ class JobController:
 
     async def _owned(self, resource: str, p: FrameworkPlugin, job: TrainingJob) -> list[Unstructured]:
         terms = [(lbl.JOB_NAME, job.name.replace("/", "-")), (lbl.OPERATOR_NAME, p.info.operator_name)]
-        items = await list_in_slices(self.store, resource, job.namespace, label_equals=terms)
-        uid = job.metadata.uid
-        return [o for o in items if controlled_by(o, uid)]
+        return await controlled_in_slices(self.store, resource, job.namespace, job.metadata.uid, terms)
 
 
 class Pass:

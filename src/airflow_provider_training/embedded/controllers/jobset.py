@@ -34,18 +34,17 @@ from airflow_provider_training.embedded.resources import BY_KEY
 from airflow_provider_training.embedded.runtime import (
     ControllerContext,
     For,
+    OwnerController,
     Owns,
-    WorkQueue,
-    list_in_slices,
     per_pass,
     slow_start_batch,
 )
-from airflow_provider_training.embedded.store import AlreadyExistsError, ConflictError, NotFoundError, Store, WatchEvent
+from airflow_provider_training.embedded.store import AlreadyExistsError, ConflictError, NotFoundError, WatchEvent
 from airflow_provider_training.frameworks.trainer import jobset as js
 from airflow_provider_training.frameworks.trainer.status import find, set_condition
 from airflow_provider_training.specs.annotations import WORKING_DIR_ANNOTATION
 from airflow_provider_training.specs.batch import indexed_job_issues
-from airflow_provider_training.specs.unstructured import Unstructured, controlled_by, controller_ref
+from airflow_provider_training.specs.unstructured import OwnerReference, Unstructured, controller_ref
 
 log = logging.getLogger(__name__)
 JOBSETS = BY_KEY["jobset.x-k8s.io/jobsets"]
@@ -111,7 +110,7 @@ def merge_mutable(job_template: dict[str, Any], rjob_template: dict[str, Any]) -
             spec[key] = merged
 
 
-def _set(conditions: list[Unstructured], parts: tuple[str, str, str, str], now: datetime) -> bool:
+def _set(conditions: list[dict[str, Any]], parts: tuple[str, str, str, str], now: datetime) -> bool:
     """``updateCondition``: a False condition is written only over an existing one; True flips
     StartupPolicyInProgress/Completed exclusive. Returns whether anything changed."""
     kind, value, reason, message = parts
@@ -140,21 +139,21 @@ class JobCreationError(Exception):
     """A child Job the API server would refuse (the pass is retried on the runtime's back-off)."""
 
 
-class JobSetController:
+class JobSetController(OwnerController):
     name = "jobsets"
     sources = (
         For(JOBSETS.key),
         Owns(JOBS.key, owner=JOBSETS.key, kind="JobSet", api_version="jobset.x-k8s.io/v1alpha2"),
     )
+    resource = JOBSETS.key
+    managed_by = MANAGED_BY
 
     def __init__(self) -> None:
-        self.work: WorkQueue[Key] = WorkQueue()
+        super().__init__()
         self.creation_failures: dict[str, str] = {}  # JobSet uid -> the last JobCreationFailed message
 
-    async def run(self, ctx: ControllerContext) -> None:
-        self.store: Store = ctx.store
+    def started(self, ctx: ControllerContext) -> None:
         self.network = shared_network(ctx.home)
-        await runtime.run(self, ctx, self.work, on_event=self._on_event)
 
     def _on_event(self, event: WatchEvent) -> None:
         if event.type == "DELETED" and event.resource == JOBSETS.key:
@@ -163,23 +162,11 @@ class JobSetController:
                 release(event.object, self.network)
 
     async def reconcile(self, key: Key) -> float | None:
-        namespace, name = key.namespace, key.name
-        obj = self.store.get(JOBSETS.key, namespace, name)
-        if obj is None or obj["metadata"].get("deletionTimestamp"):
-            return None
-        if (obj.get("spec") or {}).get("managedBy", MANAGED_BY) != MANAGED_BY:
-            return None
-        return await JobSetPass(self, obj).run()
+        obj = self.current(key)
+        return await JobSetPass(self, obj).run() if obj is not None else None
 
     async def owned_jobs(self, jobset: Unstructured) -> list[Unstructured]:
-        uid = jobset["metadata"]["uid"]
-        items = await list_in_slices(
-            self.store,
-            JOBS.key,
-            jobset["metadata"]["namespace"],
-            label_equals=[(js.JOBSET_NAME, jobset["metadata"]["name"])],
-        )
-        return [j for j in items if controlled_by(j, uid)]
+        return await self.controlled(JOBS.key, jobset, [(js.JOBSET_NAME, jobset["metadata"]["name"])])
 
     async def delete_tree(self, resource: str, obj: Unstructured) -> bool:
         """Foreground deletion: dependents (a JobSet's Jobs and Service, a Job's pods) first, each with
@@ -203,10 +190,6 @@ class JobSetController:
             return False
         return True
 
-    def delete_quietly(self, ref: tuple[str, str, str]) -> None:
-        with contextlib.suppress(NotFoundError):
-            self.store.delete(*ref)
-
 
 class JobSetPass:
     def __init__(self, c: JobSetController, jobset: Unstructured) -> None:
@@ -215,11 +198,11 @@ class JobSetPass:
         self.namespace, self.name = jobset["metadata"]["namespace"], jobset["metadata"]["name"]
         self.status: dict[str, Any] = copy.deepcopy(jobset.get("status") or {})
         self.before = copy.deepcopy(self.status)
-        self.conditions: list[Unstructured] = self.status.setdefault("conditions", [])
+        self.conditions: list[dict[str, Any]] = self.status.setdefault("conditions", [])
         self.now = datetime.now(UTC)
         self.events: list[tuple[str, str, str]] = []
         self.requeue: float | None = None  # more Jobs to create than one pass creates: again at once
-        self._templates: Unstructured | None = None
+        self._templates: dict[str, dict[str, Any]] | None = None
 
     @property
     def view(self) -> Unstructured:
@@ -327,8 +310,8 @@ class JobSetPass:
         with contextlib.suppress(AlreadyExistsError):
             self.store.create(SERVICES.key, service)
 
-    def owner_reference(self) -> Unstructured:
-        return dict(controller_ref(self.jobset, JOBSETS))
+    def owner_reference(self) -> OwnerReference:
+        return controller_ref(self.jobset, JOBSETS)
 
     def create_job(self, job: Unstructured) -> None:
         job["metadata"]["ownerReferences"] = [self.owner_reference()]
@@ -404,7 +387,7 @@ class JobSetPass:
             current["spec"]["suspend"] = suspend
             self.store.update(JOBS.key, current)  # (a Conflict: the pass runs again)
 
-    def templates(self) -> Unstructured:
+    def templates(self) -> dict[str, dict[str, Any]]:
         """Each replicated Job's pod template as this JobSet now says (localized), read once a pass."""
         if self._templates is None:
             self._templates = {

@@ -43,8 +43,8 @@ from airflow_provider_training.embedded.events import record_events
 from airflow_provider_training.embedded.network import Network, shared_network
 from airflow_provider_training.embedded.paths import Home
 from airflow_provider_training.embedded.resources import BY_KEY
-from airflow_provider_training.embedded.runtime import ControllerContext, For, Owns, WorkQueue
-from airflow_provider_training.embedded.store import AlreadyExistsError, ConflictError, Store, WatchEvent
+from airflow_provider_training.embedded.runtime import ControllerContext, For, OwnerController, Owns
+from airflow_provider_training.embedded.store import AlreadyExistsError, ConflictError, WatchEvent
 from airflow_provider_training.embedded.trainerruntimes import snapshot_runtime
 from airflow_provider_training.embedded.workloads import trainer_initializer
 from airflow_provider_training.frameworks.mpi import LOCAL_PROCESS_ENV
@@ -122,24 +122,23 @@ def localize_ports(jobset: Unstructured, network: Network) -> Unstructured:
     return jobset
 
 
-class TrainJobController:
+class TrainJobController(OwnerController):
     name = "trainjobs"
     sources = (
         For(TRAINJOBS.key),
         Owns(JOBSETS.key, owner=TRAINJOBS.key, kind=c.TRAINJOB, api_version=c.API_VERSION),
     )
+    resource = TRAINJOBS.key
+    managed_by = c.MANAGED_BY_CONTROLLER
 
     def __init__(self) -> None:
-        self.work: WorkQueue[Key] = WorkQueue()
+        super().__init__()
         # The last re-apply refusal reported per TrainJob (an event once, not on every pass).
         self.refusals: dict[tuple[str, str], str] = {}
 
-    async def run(self, ctx: ControllerContext) -> None:
-        self.store: Store = ctx.store
-        self.home = ctx.home
+    def started(self, ctx: ControllerContext) -> None:
         self.network = shared_network(ctx.home)
         self.status_server = status_server(ctx.home)
-        await runtime.run(self, ctx, self.work, on_event=self._on_event)
 
     def rsh_agent(self) -> Path:
         path = self.home.root / "node" / "bin" / "trainer-mpi-rsh"
@@ -161,11 +160,9 @@ class TrainJobController:
 
     async def reconcile(self, key: Key) -> float | None:
         namespace, name = key.namespace, key.name
-        obj = self.store.get(TRAINJOBS.key, namespace, name)
-        if obj is None or obj["metadata"].get("deletionTimestamp"):
+        obj = self.current(key)
+        if obj is None:
             return None
-        if (obj.get("spec") or {}).get("managedBy", c.MANAGED_BY_CONTROLLER) != c.MANAGED_BY_CONTROLLER:
-            return None  # MultiKueue's, say
         checked = check_document(obj)
         if not isinstance(checked.object, TrainJob):  # admitted objects parse; written around the API
             log.warning("TrainJob %s/%s cannot be read: %s", namespace, name, checked.errors)

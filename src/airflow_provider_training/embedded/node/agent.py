@@ -17,7 +17,9 @@ first write, a final phase at once, anything else after ``AIRFLOW_TRAINING_POD_S
 
 This module is the reconcile and its store reads and writes; ``lifecycle`` starts, stops and checks
 supervisors (and what a dead one left running), ``podstatus`` computes status and events from a
-supervisor's state without I/O, and ``podspec`` turns a Pod into what its supervisor runs. Each
+supervisor's state without I/O, and ``podspec`` turns a Pod into what its supervisor runs. A pod that
+runs as images (``oci.runtime``: opt-in) first has its images pulled (on threads: the pod waits and
+comes back when they end), then each container's supervisor runs a runc bundle instead of a command. Each
 per-pod step is isolated: one pod's failure is that pod's status and events, never the node's.
 """
 
@@ -27,6 +29,7 @@ import asyncio
 import collections
 import contextlib
 import copy
+import dataclasses
 import json
 import logging
 import os
@@ -55,6 +58,8 @@ from airflow_provider_training.embedded.node import (
 )
 from airflow_provider_training.embedded.node.capacity import Capacity
 from airflow_provider_training.embedded.node.execbroker import ExecBroker
+from airflow_provider_training.embedded.node.oci import bundle as oci_bundle
+from airflow_provider_training.embedded.node.oci.runtime import OCI, OciRuntime, PullPending
 from airflow_provider_training.embedded.node.profiles import Runtime
 from airflow_provider_training.embedded.resources import BY_KEY, EVENTS, PODS
 from airflow_provider_training.embedded.runtime import (
@@ -119,7 +124,7 @@ class Tracked:
     process: subprocess.Popen[bytes] | None = None  # when started directly, not by the zygote
     started: float = field(default_factory=time.monotonic)
     state_mtime: int = 0
-    state: Unstructured | None = None  # the supervisor's last state read
+    state: dict[str, Any] | None = None  # the supervisor's last state read
     done: bool = False
     deleting: bool = False
     seen: podstatus.Seen = field(default_factory=podstatus.Seen)
@@ -128,7 +133,7 @@ class Tracked:
     orphans_deadline: float | None = None
     # The binding (nodeName, addresses, PodScheduled) not yet in the store: it goes with the pod's
     # first status write, so a fast pod costs one write, not one to bind and one per state.
-    binding: Unstructured | None = None
+    binding: dict[str, Any] | None = None
     # Since when the pod has a change not yet written (monotonic), None when the store is current.
     unwritten_since: float | None = None
     address: str = ""  # the pod's address, published (``podspec.endpoints_dir``) once a container started
@@ -204,6 +209,13 @@ class NodeAgent:
             self.sandbox,
         )
         self.supervisors.warm()
+        loop = asyncio.get_running_loop()
+
+        # image mode (opt-in): pulls run on threads and queue their pod again when they end
+        def wake(uid: str) -> None:
+            loop.call_soon_threadsafe(self._pulled, uid)
+
+        self.oci = OciRuntime(ctx.home.root, self.node_dir, wake, self._event)
         self.broker.node_dir = self.node_dir
         self.broker.serve()  # MPI launchers' exec into their workers (their views hide the node)
         transport = await self._listen()
@@ -221,6 +233,7 @@ class NodeAgent:
             await controller_runtime.run(self, ctx, self.work, on_event=self._on_event, own_writes=self.own_writes)
         finally:
             tick.cancel()
+            self.oci.close()
             self.broker.close()
             self.supervisors.stop_zygote()
             if transport is not None:
@@ -349,6 +362,7 @@ class NodeAgent:
 
     def _on_deleted(self, pod: Unstructured) -> None:
         uid = pod["metadata"].get("uid", "")
+        self.oci.forget(uid)
         self._unwait(uid)
         self.refused_groups.pop(_controller_uid(pod), None)  # its group changed
         self.reported.pop(uid, None)
@@ -577,7 +591,16 @@ class NodeAgent:
             self.store, self.ctx.home, self.runtime, self.node_dir, self.isolation, pod_ip, self.sandbox
         )
         try:
-            spec = podspec.build(context, pod, directory, gpu_ids, bool(self.capacity.gpus))
+            images = None
+            if self.oci.wants(pod):  # its containers' images, pulled (oci/runtime.py)
+                images = self.oci.images_for(pod, lambda ns, name: self.store.get(SECRETS.key, ns, name))
+                context = dataclasses.replace(context, isolation=isolation.NAMESPACE)  # volumes as mounts
+            spec = podspec.build(context, pod, directory, gpu_ids, bool(self.capacity.gpus), images)
+            if images is not None:
+                self.oci.finish(spec, pod, images, directory)
+        except PullPending:
+            self._remove_pod_dirs(directory)
+            return False  # queued again when its pulls end (``_pulled``)
         except podspec.PodConfigError as exc:
             self._remove_pod_dirs(directory)
             self._cannot_start(pod, exc)
@@ -619,7 +642,7 @@ class NodeAgent:
                 "SecurityContextNotEnforced",
                 "not enforced by the embedded node: " + "; ".join(dict.fromkeys(spec["warnings"])),
             )
-        if self.isolation != isolation.NAMESPACE:
+        if self.isolation != isolation.NAMESPACE and spec.get("runtime") != OCI:
             self._event(pod, "Warning", "NoSandbox", NO_SANDBOX)
 
     @staticmethod
@@ -805,6 +828,13 @@ class NodeAgent:
         tracked.unwritten_since = None
         self._lost(pod, stopped=tracked.orphans_deadline is not None, tracked=tracked)
 
+    def _pulled(self, uid: str) -> None:
+        """A pull of a waiting pod ended: try it again now."""
+        key = self.waiting.get(uid)
+        if key is not None:
+            self.retry.pop(uid, None)
+            self.work.add(key)
+
     def _release(self, uid: str) -> None:
         """Give back what a pod held; pods waiting for room are tried again."""
         if uid in self.capacity.held:
@@ -891,6 +921,7 @@ class NodeAgent:
         podexec.kill_registered(directory)  # a supervisor that died could not
         shutil.rmtree(directory, ignore_errors=True)
         shutil.rmtree(rundir.empty_dir(self.node_dir, directory.name), ignore_errors=True)
+        shutil.rmtree(oci_bundle.writable_dir(self.node_dir, directory.name), ignore_errors=True)
 
     def _event(self, pod: Unstructured, type_: str, reason: str, message: str, component: str = COMPONENT) -> None:
         record_event(self.store, pod, type_, reason, message, component)

@@ -7,6 +7,7 @@ by empty package stubs before anything is imported.
     python -I -S entry.py exec <pod-dir> <container> -- ARGV    # run ARGV "inside" a running pod
     python -I -S entry.py remote-exec SOCKET exec POD -- ARGV   # the same, asked of the node agent
     python -I -S entry.py probe                                 # which mount mechanism works here
+    python -I -S entry.py oci-run <bundle>                      # a container of an image (runc)
 """
 
 from __future__ import annotations
@@ -51,6 +52,10 @@ def main(argv: list[str]) -> int:
         from airflow_provider_training.embedded.node import execclient
 
         return execclient.main(argv[1:])
+    if command == "oci-run":
+        from airflow_provider_training.embedded.node.oci import run
+
+        return run.main(argv[1:])
     if command == "probe":
         from airflow_provider_training.embedded.node import isolation
 

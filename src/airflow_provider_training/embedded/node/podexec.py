@@ -109,6 +109,11 @@ def direct(
     pod_dir, spec = found
     everyone = (spec.get("containers") or []) + (spec.get("initContainers") or [])  # a running init container too
     chosen = next((c for c in everyone if c["name"] == container), None)
+    if chosen is not None and chosen.get("oci"):  # a container of an image: runc exec
+        from airflow_provider_training.embedded.node.oci.run import exec_argv
+
+        oci_argv = exec_argv(str(chosen["oci"]["bundle"]), command)
+        return (oci_argv, {"PATH": os.defpath}) if oci_argv is not None else None
     pid = _container_pid(pod_dir, container)
     if chosen is None or pid is None:
         return None
@@ -173,6 +178,14 @@ def main(argv: list[str]) -> int:
     if chosen is None:
         print(f"error: container {container} not found in pod {pod}", file=sys.stderr)
         return 1
+    if chosen.get("oci"):  # a container of an image: runc exec, as the API server's exec does
+        from airflow_provider_training.embedded.node.oci.run import exec_argv
+
+        oci_argv = exec_argv(str(chosen["oci"]["bundle"]), command)
+        if oci_argv is None:
+            print(f"error: container {chosen['name']} of pod {pod} is not running", file=sys.stderr)
+            return 1
+        os.execv(oci_argv[0], oci_argv)
     env = dict(chosen.get("env") or {})
     identity = privileges.Identity.from_dict(chosen.get("identity"))
     daemon = orted.hnp_address(command) is not None

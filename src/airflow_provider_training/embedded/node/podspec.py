@@ -448,7 +448,10 @@ def build(
     pod_dir: Path,
     gpu_ids: list[str],
     node_has_gpus: bool,
+    images: dict[str, Any] | None = None,
 ) -> Unstructured:
+    """``images``: for a pod that runs as images (``oci.runtime``), each container's
+    ``oci.imageconfig.ImageConfig``: its environment, argv, working directory and user come from it."""
     meta, spec = pod["metadata"], pod.get("spec") or {}
     try:
         fs = security.pod_security(pod)
@@ -480,8 +483,11 @@ def build(
             else:
                 wait = workers_wait(ctx.node_dir, dirs.get(mpi.CONFIG_VOLUME), ctx.pod_ip)
             return {"name": name, "image": container.get("image", ""), "builtin": True, "waitFor": wait, "mounts": []}
+        image = images.get(name) if images is not None else None
+        if image is not None:
+            container = image.with_user(pod, container)  # the image's user, where the spec sets none
         profile = ctx.runtime.profile(container.get("image"))
-        env = profile.environment(ctx.runtime.base_path)
+        env = image.environment() if image is not None else profile.environment(ctx.runtime.base_path)
         env["HOSTNAME"] = (pod.get("spec") or {}).get("hostname") or meta["name"]
         env.update(inclusterconfig.service_env(ctx.home))
         env.update(kind_env)
@@ -493,7 +499,10 @@ def build(
             del gpu_left[:n]
         elif node_has_gpus and "CUDA_VISIBLE_DEVICES" not in env:
             env["CUDA_VISIBLE_DEVICES"] = ""
-        argv = expand_command(container.get("command"), env) + expand_command(container.get("args"), env)
+        if image is not None:
+            argv = image.argv(container, env)
+        else:
+            argv = expand_command(container.get("command"), env) + expand_command(container.get("args"), env)
         if not argv:
             raise PodConfigError(
                 "CreateContainerConfigError",
@@ -513,7 +522,7 @@ def build(
             "image": container.get("image", ""),
             "argv": argv,
             "env": env,
-            "workdir": ctx.runtime.working_dir(container, pod),
+            "workdir": image.working_dir(container) if image is not None else ctx.runtime.working_dir(container, pod),
             "mounts": [
                 m.to_dict()
                 for m in mounts(container, dirs, read_only, ctx.isolation)

@@ -11,6 +11,7 @@ from typing import Any
 TERMINAL = ("Succeeded", "Failed")
 NEVER_RAN = ("StartError", "ContainerCannotRun")  # terminated reasons of a container that did not start
 Event = tuple[str, str, str]  # (type, reason, message)
+IMAGE_REASONS = ("ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName")
 LOST_STOPPED = "the pod's supervisor ended unexpectedly; its containers were stopped"
 LOST_GONE = "the pod's processes were lost (no supervisor state under the data directory)"
 
@@ -127,6 +128,8 @@ def cannot_start(status: dict[str, Any], containers: list[dict[str, Any]], reaso
     ]
     if reason == "FailedMount":
         return ("Warning", "FailedMount", message)
+    if reason in IMAGE_REASONS:  # the registry's answer is in the pull's own event (``oci.runtime``)
+        return ("Warning", "Failed", f"Error: {reason}")
     return ("Warning", "Failed", f"Error: {message}")
 
 

@@ -92,7 +92,7 @@ class Container:
         out: dict[str, Any] = {
             "name": self.name,
             "image": self.spec.get("image", ""),
-            "imageID": "",
+            "imageID": self.spec.get("imageID", ""),  # (image mode: the repository at the manifest digest)
             "restartCount": self.restart_count,
             "ready": "running" in self.state,
             "started": "running" in self.state,

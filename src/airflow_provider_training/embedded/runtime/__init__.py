@@ -7,6 +7,8 @@
   optional requeue delay; :func:`run` drives it (one queue, conflicts requeued at once, errors
   retried with back-off, bursts of events coalesced into one pass).
 - ``manager.py``: the supervision of the controllers the daemon passes in.
+- ``owning.py``: :class:`OwnerController`, the skeleton of the controllers of objects that own
+  others (batch and Indexed Jobs, JobSets, TrainJobs): queue, ``managedBy``, children read in slices.
 - ``batches.py``: creating and deleting many children of one object in slow-start batches that
   yield the event loop (``controller.SlowStartBatch``), at most ``MAX_PER_PASS`` per pass.
 
@@ -23,6 +25,7 @@ from airflow_provider_training.embedded.runtime.batches import (
 from airflow_provider_training.embedded.runtime.context import ControllerContext
 from airflow_provider_training.embedded.runtime.controller import For, Owns, OwnWrites, Reconciler, Watches, run
 from airflow_provider_training.embedded.runtime.manager import Controller, ControllerFactory, run_controllers
+from airflow_provider_training.embedded.runtime.owning import OwnerController, controlled_in_slices
 from airflow_provider_training.embedded.runtime.queue import WorkQueue
 
 __all__ = [
@@ -32,10 +35,12 @@ __all__ = [
     "ControllerFactory",
     "For",
     "OwnWrites",
+    "OwnerController",
     "Owns",
     "Reconciler",
     "Watches",
     "WorkQueue",
+    "controlled_in_slices",
     "list_in_slices",
     "per_pass",
     "run",
