@@ -80,7 +80,6 @@ asyncio.run(main())
     assert float(worst) < 0.5 * float(took), out.stdout
 
 
-
 def test_triggers_starting_together_get_whole_modules_one_import_at_a_time(tmp_path):
     """Deferred tasks whose triggers start within the same seconds (a mapped task's, after a
     triggerer restart) each call ``lazy.load``. Seen with 10 of them in a real triggerer
@@ -122,5 +121,5 @@ asyncio.run(main())
         _, name, at = line.split()
         spans.setdefault(name, []).append(float(at))
     assert len(spans) == 2 and all(len(times) == 2 for times in spans.values()), spans  # each imported once
-    (start_a, end_a), (start_b, end_b) = sorted(spans.values())
-    assert end_a <= start_b, f"imports overlapped: {spans}"
+    (_, end_first), (start_second, _) = sorted(spans.values())
+    assert end_first <= start_second, f"imports overlapped: {spans}"
