@@ -199,7 +199,7 @@ def run_burst(n: int, churn: bool = True) -> dict[str, Any]:
     from airflow_provider_training.embedded import start, stop
 
     spawns = spawn_rate()
-    home = Path(tempfile.mkdtemp(prefix="scale-burst-")) / "home"
+    home = Path(tempfile.mkdtemp(prefix="scale-burst-"))  # cleanup() removes it
     plane = start(home, env=FAST_SETTINGS)
     result: dict[str, Any] = {"jobs": n, "spawns_per_s": spawns}
     peak = {"rss": 0, "processes": 0}
