@@ -88,7 +88,7 @@ def cleanup(home: str | os.PathLike[str]) -> None:
     try:
         stop(home, replicas=True)
         deadline = time.monotonic() + 10  # the zygote and its spares end once the daemon's pipe closes
-        while (left := _node_processes(home)) and time.monotonic() < deadline:
+        while (left := node_processes(home)) and time.monotonic() < deadline:
             time.sleep(0.1)
         if left:
             for pid in left:  # this run's own processes (its directory is in their command line)
@@ -99,7 +99,7 @@ def cleanup(home: str | os.PathLike[str]) -> None:
         shutil.rmtree(home, ignore_errors=True)
 
 
-def _node_processes(home: str | os.PathLike[str]) -> list[int]:
+def node_processes(home: str | os.PathLike[str]) -> list[int]:
     """The node processes of ``home`` still running (supervisors, the zygote and its spares)."""
     pids = []
     for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else []:

@@ -78,3 +78,48 @@ asyncio.run(main())
     # the loop keeps ticking. Relative, not absolute: a busy machine slows both alike.
     assert int(ticks) > 5, out.stdout
     assert float(worst) < 0.5 * float(took), out.stdout
+
+
+def test_triggers_starting_together_get_whole_modules_one_import_at_a_time(tmp_path):
+    """Deferred tasks whose triggers start within the same seconds (a mapped task's, after a
+    triggerer restart) each call ``lazy.load``. Seen with 10 of them in a real triggerer
+    (``tests/deployment/test_scale.py``): two of them failed with "cannot import name 'Watch' from
+    partially initialized module 'kubernetes.watch'" — one trigger's thread imported the provider's
+    client while another's, finding that module already in ``sys.modules`` though not finished,
+    went on to import cncf.kubernetes' hook, and both were inside ``kubernetes``, whose modules
+    import each other. So: a load returns only once its modules are whole, and imports run one at a
+    time. Two slow stand-in modules record when their import starts and ends."""
+    for name in ("slow_client", "slow_hook"):
+        (tmp_path / f"{name}.py").write_text(
+            "import pathlib, time\n"
+            f"log = pathlib.Path({str(tmp_path / 'imports.log')!r})\n"
+            f"log.open('a').write(f'start {name} {{time.monotonic()}}\\n')\n"
+            "time.sleep(0.5)\n"
+            f"log.open('a').write(f'end {name} {{time.monotonic()}}\\n')\n"
+            "READY = True\n"
+        )
+    code = f"""
+import asyncio, sys
+sys.path.insert(0, {str(tmp_path)!r})
+from airflow_provider_training.triggers import lazy
+
+async def trigger(delay):
+    await asyncio.sleep(delay)
+    await lazy.load("slow_client", "slow_hook")
+    return sys.modules["slow_client"].READY and sys.modules["slow_hook"].READY
+
+async def main():
+    results = await asyncio.gather(*(trigger(0.1 * i) for i in range(4)), return_exceptions=True)
+    print(repr(results))
+
+asyncio.run(main())
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "[True, True, True, True]", out.stdout
+    spans: dict[str, list[float]] = {}
+    for line in (tmp_path / "imports.log").read_text().splitlines():
+        _, name, at = line.split()
+        spans.setdefault(name, []).append(float(at))
+    assert len(spans) == 2 and all(len(times) == 2 for times in spans.values()), spans  # each imported once
+    (_, end_first), (start_second, _) = sorted(spans.values())
+    assert end_first <= start_second, f"imports overlapped: {spans}"
