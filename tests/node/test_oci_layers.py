@@ -93,8 +93,23 @@ def test_a_layer_keeps_modes_owners_links_and_makes_overlay_whiteouts(tmp_path):
         [(entry("link", tarfile.SYMTYPE, "../.."), b""), (entry("link/escape"), b"x")],
         [(entry("hard", tarfile.LNKTYPE, "../../etc/passwd"), b"")],
         [(entry("hard", tarfile.LNKTYPE, "not/in/the/layer"), b"")],
+        # a directory written into (known to be plain), then replaced by a symlink out, then written through
+        [
+            (entry("d", tarfile.DIRTYPE, mode=0o755), b""),
+            (entry("d/first"), b"x"),
+            (entry("d", tarfile.SYMTYPE, str(Path("/tmp"))), b""),
+            (entry("d/escape"), b"x"),
+        ],
     ],
-    ids=["dotdot", "nested-dotdot", "through-abs-symlink", "through-rel-symlink", "hardlink-out", "hardlink-missing"],
+    ids=[
+        "dotdot",
+        "nested-dotdot",
+        "through-abs-symlink",
+        "through-rel-symlink",
+        "hardlink-out",
+        "hardlink-missing",
+        "dir-replaced-by-symlink",
+    ],
 )
 def test_an_entry_that_would_leave_the_layer_is_refused_and_nothing_is_cached(tmp_path, hostile):
     with pytest.raises(layers.LayerError, match="layer sha256:"):

@@ -12,23 +12,27 @@ by empty package stubs before anything is imported.
 
 from __future__ import annotations
 
+import os
 import sys
 import types
-from pathlib import Path
 
 
 def _stub_packages() -> None:
-    node = Path(__file__).resolve().parent
+    # os.path, not pathlib: ``oci-run`` starts a fresh interpreter per container start, and pathlib
+    # (with the re and urllib.parse it imports) is a good part of that start
+    node = os.path.dirname(os.path.realpath(__file__))
+    embedded = os.path.dirname(node)
+    package = os.path.dirname(embedded)
     for name, path in (
-        ("airflow_provider_training", node.parent.parent),
-        ("airflow_provider_training.embedded", node.parent),
+        ("airflow_provider_training", package),
+        ("airflow_provider_training.embedded", embedded),
         ("airflow_provider_training.embedded.node", node),
     ):
         if name not in sys.modules:
             module = types.ModuleType(name)
-            module.__path__ = [str(path)]
+            module.__path__ = [path]
             sys.modules[name] = module
-    root = str(node.parent.parent.parent)
+    root = os.path.dirname(package)
     if root not in sys.path:
         sys.path.insert(0, root)
 
@@ -62,7 +66,7 @@ def main(argv: list[str]) -> int:
         print(isolation.probe())
         return 0
     print(
-        f"usage: {Path(__file__).name} run POD_DIR | zygote [--spares N] | exec POD_DIR CONTAINER -- ARGV | probe",
+        f"usage: {os.path.basename(__file__)} run POD_DIR | zygote [--spares N] | exec POD_DIR CONTAINER -- ARGV | probe",
         file=sys.stderr,
     )
     return 2

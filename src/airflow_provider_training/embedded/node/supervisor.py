@@ -38,6 +38,7 @@ from typing import Any
 from airflow_provider_training.embedded import podlogs
 from airflow_provider_training.embedded.node import isolation, memory, orphans, podexec, privileges
 from airflow_provider_training.embedded.node import safepaths as safe
+from airflow_provider_training.embedded.node.oci import run as oci_run
 
 SPEC = "spec.json"
 STATE = "state.json"
@@ -66,7 +67,7 @@ class Container:
     crashes: int = 0  # consecutive failed runs, for the back-off
     state: dict[str, Any] = field(default_factory=lambda: {"waiting": {"reason": "ContainerCreating"}})
     last_state: dict[str, Any] = field(default_factory=dict)
-    process: subprocess.Popen[bytes] | None = None
+    process: subprocess.Popen[bytes] | oci_run.Forked | None = None
     started_mono: float = 0.0
     restart_at: float | None = None
     done: bool = False  # terminated and not to be restarted
@@ -263,21 +264,27 @@ class Supervisor:
         if not needs_child and identity.switches_user:
             as_user = {"user": identity.uid, "group": identity.gid, "extra_groups": identity.groups}
         try:
-            process = subprocess.Popen(
-                spec["argv"],
-                env=spec.get("env") or {},
-                cwd=None if mode == isolation.NAMESPACE else workdir,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                # no Python in the child when there is nothing to set up: subprocess can then use
-                # vfork, which costs the pod a fraction of a fork of this process
-                preexec_fn=in_child if needs_child else None,
-                close_fds=True,
-                pass_fds=(errors_w,) if needs_child else (),
-                **as_user,
-            )
+            if spec.get("oci") and not needs_child and not as_user:
+                # a container of an image: its runner forked from here, not a fresh interpreter
+                process: subprocess.Popen[bytes] | oci_run.Forked = oci_run.spawn(
+                    str(spec["oci"]["bundle"]), dict(spec.get("env") or {})
+                )
+            else:
+                process = subprocess.Popen(
+                    spec["argv"],
+                    env=spec.get("env") or {},
+                    cwd=None if mode == isolation.NAMESPACE else workdir,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    # no Python in the child when there is nothing to set up: subprocess can then use
+                    # vfork, which costs the pod a fraction of a fork of this process
+                    preexec_fn=in_child if needs_child else None,
+                    close_fds=True,
+                    pass_fds=(errors_w,) if needs_child else (),
+                    **as_user,
+                )
         except (OSError, subprocess.SubprocessError) as exc:
             # Like a container runtime failing to start the entrypoint (exit code 128).
             why = _read_all(errors_r) if needs_child else ""

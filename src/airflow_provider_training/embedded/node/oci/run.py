@@ -13,23 +13,28 @@
 Signals are passed on to runc (which passes them to the container's process); the exit code is
 runc's, which is the container's (a signal S as 128+S). ``runc.pid`` in the bundle names runc's
 process while it runs: ``kubectl exec`` enters its namespaces to run ``runc exec`` (``podexec``).
-Standard library only: it starts once per container start.
+The supervisor runs this in a fork of itself (``spawn``), not as ``entry.py oci-run BUNDLE`` in a
+fresh interpreter: the interpreter's start was the largest part of a warm pod's start in image mode
+(~50 ms of CPU, against ~100 ms for ``runc run`` itself). ``entry.py oci-run`` runs the same ``main``.
+Standard library only, and as little of it as will do (no ``pathlib``, ``subprocess`` or
+``ctypes.util``, which runs ``ldconfig``): the zygote imports it with the supervisor.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 import json
 import os
 import shutil
 import signal
 import stat
-import subprocess
 import sys
-from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # (typing itself is not imported at run time: see above)
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import IO, Any
 
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWPID = 0x20000000
@@ -41,7 +46,14 @@ OPAQUE_XATTR = "trusted.overlay.opaque"
 
 
 def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    """The C library: the interpreter's own symbols, which include it (``find_library`` would run
+    ``ldconfig`` to find its name), else looked up."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if hasattr(libc, "unshare") and hasattr(libc, "mount"):
+        return libc
+    from ctypes.util import find_library
+
+    return ctypes.CDLL(find_library("c") or "libc.so.6", use_errno=True)
 
 
 def _mount(
@@ -83,52 +95,58 @@ def mount_rootfs(libc: ctypes.CDLL, run: dict[str, Any]) -> str:
             )
             fresh(run["upper"])
     for layer in run["layers"]:
-        apply_layer(Path(layer), Path(run["upper"]))
+        apply_layer(layer, run["upper"])
     _mount(libc, run["upper"], run["rootfs"], None, _MS_BIND | _MS_REC)
     return "copy"
 
 
-def apply_layer(layer: Path, merged: Path) -> None:
-    """Copy one unpacked layer over ``merged``, applying its whiteouts (what overlay does)."""
+def apply_layer(layer: str | Path, merged: str | Path) -> None:
+    """Copy one unpacked layer over ``merged``, applying its whiteouts (what overlay does); OSError
+    when the copy fails."""
+    import subprocess
+
     whiteouts = []
     for dirpath, dirnames, filenames in os.walk(layer):
         rel = os.path.relpath(dirpath, layer)
         with contextlib.suppress(OSError):
             if os.getxattr(dirpath, OPAQUE_XATTR, follow_symlinks=False) == b"y":
-                target = merged / rel
-                if target.is_dir() and not target.is_symlink():
-                    for child in target.iterdir():
-                        _remove(child)
+                target = os.path.join(merged, rel)
+                if os.path.isdir(target) and not os.path.islink(target):
+                    for child in os.listdir(target):
+                        _remove(os.path.join(target, child))
         for name in filenames + dirnames:
             path = os.path.join(dirpath, name)
             st = os.lstat(path)
             if stat.S_ISCHR(st.st_mode) and st.st_rdev == 0:
                 whiteouts.append(os.path.normpath(os.path.join(rel, name)))
     for rel in whiteouts:
-        _remove(merged / rel)
-    subprocess.run(["cp", "-a", "--", f"{layer}/.", f"{merged}/"], check=True)
+        _remove(os.path.join(merged, rel))
+    copied = subprocess.run(["cp", "-a", "--", f"{layer}/.", f"{merged}/"], stderr=subprocess.PIPE, text=True)
+    if copied.returncode != 0:
+        raise OSError(f"cp -a of the layer {layer} exited with {copied.returncode}: {copied.stderr.strip()}")
     for rel in whiteouts:
         with contextlib.suppress(OSError):
-            os.unlink(merged / rel)
+            os.unlink(os.path.join(merged, rel))
 
 
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
+def _remove(path: str) -> None:
+    if os.path.isdir(path) and not os.path.islink(path):
         shutil.rmtree(path, ignore_errors=True)
     else:
         with contextlib.suppress(FileNotFoundError):
-            path.unlink()
+            os.unlink(path)
 
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: entry.py oci-run BUNDLE", file=sys.stderr)
         return 2
-    bundle = Path(argv[0])
-    run = json.loads((bundle / "run.json").read_text())
+    bundle = argv[0]
+    with open(os.path.join(bundle, "run.json"), encoding="utf-8") as handle:
+        run = json.load(handle)
     fresh(run["upper"])
     fresh(run["work"])
-    shutil.rmtree(Path(run["root"]) / run["id"], ignore_errors=True)  # a runc killed before it could clean up
+    shutil.rmtree(os.path.join(run["root"], run["id"]), ignore_errors=True)  # a runc killed before it could clean up
     libc = _libc()
     if libc.unshare(_CLONE_NEWNS | _CLONE_NEWPID) != 0:
         err = ctypes.get_errno()
@@ -137,21 +155,21 @@ def main(argv: list[str]) -> int:
     try:
         _mount(libc, None, "/", None, _MS_REC | _MS_PRIVATE)
         mount_rootfs(libc, run)
-    except (OSError, subprocess.CalledProcessError) as exc:
+    except OSError as exc:
         print(f"cannot mount the container's root file system: {exc}", file=sys.stderr)
         return 128
     pid = os.fork()
     if pid == 0:  # PID 1 of the new namespace
         try:
             _mount(libc, "proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
-            os.execv(run["runc"], [run["runc"], "--root", run["root"], "run", "--bundle", str(bundle), run["id"]])
+            os.execv(run["runc"], [run["runc"], "--root", run["root"], "run", "--bundle", bundle, run["id"]])
         except OSError as exc:
             print(f"cannot run {run['runc']}: {exc}", file=sys.stderr, flush=True)
         os._exit(128)
     for sig in FORWARDED:
         signal.signal(sig, lambda s, _f: _forward(pid, s))
-    with contextlib.suppress(OSError):
-        Path(run["pidFile"]).write_text(str(pid))
+    with contextlib.suppress(OSError), open(run["pidFile"], "w", encoding="utf-8") as pid_file:
+        pid_file.write(str(pid))
     while True:
         try:
             _, status = os.waitpid(pid, 0)
@@ -163,9 +181,64 @@ def main(argv: list[str]) -> int:
             break
     with contextlib.suppress(OSError):
         os.unlink(run["pidFile"])
-    shutil.rmtree(Path(run["root"]) / run["id"], ignore_errors=True)
+    shutil.rmtree(os.path.join(run["root"], run["id"]), ignore_errors=True)
     code = os.waitstatus_to_exitcode(status)
     return 128 - code if code < 0 else code
+
+
+class Forked:
+    """The runner forked by ``spawn``: what the supervisor reads of a ``subprocess.Popen``."""
+
+    def __init__(self, pid: int, stdout: IO[bytes]) -> None:
+        self.pid = pid
+        self.stdout = stdout
+        self.returncode: int | None = None
+
+
+def spawn(bundle: str, env: dict[str, str]) -> Forked:
+    """``main([bundle])`` in a fork of this process, set up as the supervisor's ``Popen`` sets up a
+    container (a session of its own, stdin from /dev/null, stdout and stderr into one pipe, no other
+    descriptor, ``env`` as the environment) but without a fresh interpreter to start. The caller
+    reaps it (``waitpid``) and reads its output from ``stdout``. Only for a process without threads
+    (the supervisor has none): a fork copies the calling thread alone."""
+    devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+    read, write = os.pipe()
+    for stream in (sys.stdout, sys.stderr):  # what this process buffered is its own, not the container's
+        with contextlib.suppress(Exception):
+            stream.flush()
+    try:
+        pid = os.fork()
+    except OSError:
+        for fd in (devnull, read, write):
+            os.close(fd)
+        raise
+    if pid == 0:
+        code = 128
+        try:
+            # the supervisor's signal handling is not the runner's (which installs its own in main);
+            # SIGPIPE stays ignored, as in the interpreter ``entry.py oci-run`` started
+            signal.set_wakeup_fd(-1)
+            for sig in (signal.SIGCHLD, *FORWARDED):
+                signal.signal(sig, signal.SIG_DFL)
+            os.setsid()
+            os.dup2(devnull, 0)
+            os.dup2(write, 1)
+            os.dup2(write, 2)
+            os.closerange(3, os.sysconf("SC_OPEN_MAX"))  # close_range(2): the supervisor's lock, socket, pipes
+            os.environ.clear()
+            os.environ.update(env)
+            code = main([bundle])
+        except BaseException as exc:  # whatever it is ends in the container's log, not the supervisor's
+            with contextlib.suppress(BaseException):
+                print(f"cannot run the container: {type(exc).__name__}: {exc}", file=sys.stderr)
+        finally:
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(BaseException):
+                    stream.flush()
+            os._exit(code)
+    os.close(write)
+    os.close(devnull)
+    return Forked(pid, os.fdopen(read, "rb"))
 
 
 def exec_argv(bundle: str, command: list[str]) -> list[str] | None:
@@ -175,8 +248,10 @@ def exec_argv(bundle: str, command: list[str]) -> list[str] | None:
     config. None when the container does not run or nsenter is missing."""
     nsenter = shutil.which("nsenter")
     try:
-        run = json.loads((Path(bundle) / "run.json").read_text())
-        pid = int(Path(run["pidFile"]).read_text())
+        with open(os.path.join(bundle, "run.json"), encoding="utf-8") as handle:
+            run = json.load(handle)
+        with open(run["pidFile"], encoding="utf-8") as pid_file:
+            pid = int(pid_file.read())
     except (OSError, ValueError, KeyError, TypeError):
         return None
     if nsenter is None:
