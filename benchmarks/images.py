@@ -3,7 +3,7 @@
     python tools/images.py build training            # once: the training image in buildah's storage
     PYTHONPATH=src python benchmarks/images.py [--runs 5] [--pods 4]
 
-1. Cold pull + unpack of the training image into the node's store (``oci/store.py``) against
+1. Cold pull + unpack of the training image into the node's store (``oci/imagestore.py``) against
    ``skopeo copy`` of the same image to a directory followed by ``tar -x`` of its layers in order
    (where skopeo is missing: a plain HTTP fetch of each blob and ``tar -x``). Goal: <= 1.2x.
 2. Warm pod start (the image present): a pod running ``true`` from create to Succeeded in image mode,
@@ -34,7 +34,7 @@ import urllib.request
 from pathlib import Path
 
 from airflow_provider_training.embedded import start, stop
-from airflow_provider_training.embedded.node.oci import bundle, references, run, store
+from airflow_provider_training.embedded.node.oci import bundle, imagestore, references, run
 from airflow_provider_training.embedded.node.oci.imageconfig import ImageConfig
 
 IMAGE = "ccr.ccs.tencentyun.com/ml-models/digits-train:latest"
@@ -102,7 +102,7 @@ def baseline(host: str, work: Path) -> float:
         manifest = json.loads((work / "dir" / "manifest.json").read_text())
         blobs = [work / "dir" / layer["digest"].split(":")[1] for layer in manifest["layers"]]
     else:
-        accept = {"Accept": store.ACCEPT}
+        accept = {"Accept": imagestore.ACCEPT}
         request = urllib.request.Request(f"http://{host}/v2/{REPOSITORY}/manifests/latest", headers=accept)
         manifest = json.load(urllib.request.urlopen(request))
         blobs = []
@@ -119,15 +119,15 @@ def baseline(host: str, work: Path) -> float:
     return time.perf_counter() - began
 
 
-def ours(host: str, work: Path) -> tuple[float, store.Image]:
+def ours(host: str, work: Path) -> tuple[float, imagestore.Image]:
     drop_caches()
     began = time.perf_counter()
     source = references.resolve(f"{host}/{REPOSITORY}:latest", [])
-    result = store.ImageStore(work / "node" / "oci").pull(source, None)
+    result = imagestore.ImageStore(work / "node" / "oci").pull(source, None)
     return time.perf_counter() - began, result.image
 
 
-def bare_runc(image: store.Image, host: str, work: Path, runs: int) -> list[float]:
+def bare_runc(image: imagestore.Image, host: str, work: Path, runs: int) -> list[float]:
     """``runc run`` of a bundle of the image running ``true``, its rootfs mounted once."""
     pod = {"metadata": {"uid": "bench", "name": "bench", "namespace": "bench"}, "spec": {}}
     config = ImageConfig(image, references.resolve(f"{host}/{REPOSITORY}:latest", []))

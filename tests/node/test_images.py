@@ -12,17 +12,17 @@ import json
 import os
 import subprocess
 import tarfile
-import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from airflow_provider_training.embedded.node.oci import runtime as oci_runtime
+from airflow_provider_training.embedded.node.oci import containerruntime as oci_runtime
 from airflow_provider_training.embedded.node.podspec import PodConfigError
 from airflow_provider_training.kitops.credentials import Credential
 from airflow_provider_training.kitops.registry import RegistryClient, RegistryOptions
+from tests.waiting import wait_for
 
 KUBECTL_TIMEOUT = 120
 # the first test to use built_images waits for the build (tests/fixtures/images.py: minutes when cold)
@@ -56,16 +56,6 @@ def pod(name: str, image: str, command: list[str] | None = None, **spec: Any) ->
         "metadata": {"name": name},
         "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 1, "containers": [container], **spec},
     }
-
-
-def wait_for(what: str, check: Any, timeout: float = 120.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def waiting_reason(api: Any, namespace: str, name: str) -> str:
@@ -166,7 +156,12 @@ def test_a_pod_runs_its_image_as_the_image_user_and_kubectl_exec_enters_it(oci_c
     api = core(oci_control_plane)
     image = built_images.reference("training")
     api.create_namespaced_pod(namespace, pod("sleeper", image, ["sleep", "600"]))
-    wait_for("the pod to run", lambda: api.read_namespaced_pod("sleeper", namespace).status.phase == "Running")
+    wait_for(
+        lambda: api.read_namespaced_pod("sleeper", namespace).status.phase == "Running",
+        120.0,
+        "the pod to run",
+        interval=0.3,
+    )
     env = {**os.environ, "KUBECONFIG": str(oci_control_plane.kubeconfig)}
     out = subprocess.run(
         ["kubectl", "exec", "-n", namespace, "sleeper", "--", "sh", "-c", "id -u; cat /etc/airflow-provider-training/image; pwd; command -v python"],
@@ -189,8 +184,10 @@ def test_a_missing_image_is_err_image_pull_then_image_pull_back_off_naming_the_r
     api = core(oci_control_plane)
     image = f"{built_images.registry}/ml-models/no-such-image:v1"
     api.create_namespaced_pod(namespace, pod("missing", image, ["true"]))
-    wait_for("ErrImagePull", lambda: waiting_reason(api, namespace, "missing") == "ErrImagePull", 60)
-    wait_for("ImagePullBackOff", lambda: waiting_reason(api, namespace, "missing") == "ImagePullBackOff", 60)
+    wait_for(lambda: waiting_reason(api, namespace, "missing") == "ErrImagePull", 60, "ErrImagePull", interval=0.3)
+    wait_for(
+        lambda: waiting_reason(api, namespace, "missing") == "ImagePullBackOff", 60, "ImagePullBackOff", interval=0.3
+    )
     said = events(api, namespace, "missing")
     assert any(f'Failed Failed to pull image "{image}"' in e and "not found" in e for e in said), said
     assert any(e == f'Normal BackOff Back-off pulling image "{image}"' for e in said), said
@@ -207,7 +204,10 @@ def test_a_private_repository_needs_its_pull_secret(oci_control_plane, built_ima
     reference, _ = push_tiny_image(registry_basic, "team/private", registry_basic.username, registry_basic.password)
     api.create_namespaced_pod(namespace, pod("anonymous", reference, ["/hello"]))
     said = wait_for(
-        "the 401", lambda: [e for e in events(api, namespace, "anonymous") if "Failed to pull image" in e], 60
+        lambda: [e for e in events(api, namespace, "anonymous") if "Failed to pull image" in e],
+        60,
+        "the 401",
+        interval=0.3,
     )
     assert "401 Unauthorized" in said[0], said
     assert registry_basic.password not in " ".join(events(api, namespace, "anonymous"))
@@ -224,9 +224,10 @@ def test_a_private_repository_needs_its_pull_secret(oci_control_plane, built_ima
     api.create_namespaced_pod(namespace, pod("with-secret", reference, ["/hello"], imagePullSecrets=[{"name": "pull"}]))
     # pulled with the secret; /hello is no program, so the container cannot start: past the pull
     wait_for(
-        "the pull with the secret",
         lambda: any("Successfully pulled image" in e for e in events(api, namespace, "with-secret")),
         60,
+        "the pull with the secret",
+        interval=0.3,
     )
     for name in ("anonymous", "with-secret"):
         api.delete_namespaced_pod(name, namespace)
@@ -244,7 +245,10 @@ def test_a_corrupt_layer_is_a_digest_mismatch_and_nothing_is_cached(
     data.write_bytes(data.read_bytes()[:-100] + b"x" * 100)
     api.create_namespaced_pod(namespace, pod("corrupt", reference, ["/hello"]))
     said = wait_for(
-        "the mismatch", lambda: [e for e in events(api, namespace, "corrupt") if "Failed to pull image" in e], 60
+        lambda: [e for e in events(api, namespace, "corrupt") if "Failed to pull image" in e],
+        60,
+        "the mismatch",
+        interval=0.3,
     )
     assert "digest" in said[0] and layer_digest in said[0], said
     cache = Path(oci_control_plane.home) / "node" / "oci"

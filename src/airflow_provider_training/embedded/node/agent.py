@@ -18,7 +18,7 @@ first write, a final phase at once, anything else after ``AIRFLOW_TRAINING_POD_S
 This module is the reconcile and its store reads and writes; ``lifecycle`` starts, stops and checks
 supervisors (and what a dead one left running), ``podstatus`` computes status and events from a
 supervisor's state without I/O, and ``podspec`` turns a Pod into what its supervisor runs. A pod that
-runs as images (``oci.runtime``: opt-in) first has its images pulled (on threads: the pod waits and
+runs as images (``oci.containerruntime``: opt-in) first has its images pulled (on threads: the pod waits and
 comes back when they end), then each container's supervisor runs a runc bundle instead of a command. Each
 per-pod step is isolated: one pod's failure is that pod's status and events, never the node's.
 """
@@ -59,7 +59,7 @@ from airflow_provider_training.embedded.node import (
 from airflow_provider_training.embedded.node.capacity import Capacity
 from airflow_provider_training.embedded.node.execbroker import ExecBroker
 from airflow_provider_training.embedded.node.oci import bundle as oci_bundle
-from airflow_provider_training.embedded.node.oci.runtime import OCI, OciRuntime, PullPending
+from airflow_provider_training.embedded.node.oci.containerruntime import OCI, OciRuntime, PullPending
 from airflow_provider_training.embedded.node.profiles import Runtime
 from airflow_provider_training.embedded.resources import BY_KEY, EVENTS, PODS
 from airflow_provider_training.embedded.runtime import (
@@ -592,7 +592,7 @@ class NodeAgent:
         )
         try:
             images = None
-            if self.oci.wants(pod):  # its containers' images, pulled (oci/runtime.py)
+            if self.oci.wants(pod):  # its containers' images, pulled (oci/containerruntime.py)
                 images = self.oci.images_for(pod, lambda ns, name: self.store.get(SECRETS.key, ns, name))
                 context = dataclasses.replace(context, isolation=isolation.NAMESPACE)  # volumes as mounts
             spec = podspec.build(context, pod, directory, gpu_ids, bool(self.capacity.gpus), images)

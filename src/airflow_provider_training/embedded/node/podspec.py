@@ -450,7 +450,7 @@ def build(
     node_has_gpus: bool,
     images: dict[str, Any] | None = None,
 ) -> Unstructured:
-    """``images``: for a pod that runs as images (``oci.runtime``), each container's
+    """``images``: for a pod that runs as images (``oci.containerruntime``), each container's
     ``oci.imageconfig.ImageConfig``: its environment, argv, working directory and user come from it."""
     meta, spec = pod["metadata"], pod.get("spec") or {}
     try:

@@ -128,7 +128,7 @@ def cannot_start(status: dict[str, Any], containers: list[dict[str, Any]], reaso
     ]
     if reason == "FailedMount":
         return ("Warning", "FailedMount", message)
-    if reason in IMAGE_REASONS:  # the registry's answer is in the pull's own event (``oci.runtime``)
+    if reason in IMAGE_REASONS:  # the registry's answer is in the pull's own event (``oci.containerruntime``)
         return ("Warning", "Failed", f"Error: {reason}")
     return ("Warning", "Failed", f"Error: {message}")
 

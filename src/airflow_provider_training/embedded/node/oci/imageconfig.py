@@ -21,7 +21,7 @@ from typing import Any
 
 from airflow_provider_training.embedded.node.oci import layers
 from airflow_provider_training.embedded.node.oci.references import Source
-from airflow_provider_training.embedded.node.oci.store import Image
+from airflow_provider_training.embedded.node.oci.imagestore import Image
 from airflow_provider_training.embedded.node.podspec import PodConfigError
 from airflow_provider_training.frameworks import expand_command
 

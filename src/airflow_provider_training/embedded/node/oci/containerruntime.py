@@ -37,7 +37,7 @@ from typing import Any
 
 from airflow_provider_training.embedded.node.oci import bundle, references
 from airflow_provider_training.embedded.node.oci.imageconfig import ImageConfig
-from airflow_provider_training.embedded.node.oci.store import ImageStore, PullError, PullResult
+from airflow_provider_training.embedded.node.oci.imagestore import ImageStore, PullError, PullResult
 from airflow_provider_training.embedded.node.podspec import BUILTIN_INIT, PodConfigError
 from airflow_provider_training.kitops.credentials import Credential
 from airflow_provider_training.specs.kitfile.reference import ReferenceError
