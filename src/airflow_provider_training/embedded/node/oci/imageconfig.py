@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_provider_training.embedded.node.oci import layers
-from airflow_provider_training.embedded.node.oci.references import Source
 from airflow_provider_training.embedded.node.oci.imagestore import Image
+from airflow_provider_training.embedded.node.oci.references import Source
 from airflow_provider_training.embedded.node.podspec import PodConfigError
 from airflow_provider_training.frameworks import expand_command
 
