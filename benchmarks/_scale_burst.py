@@ -116,6 +116,18 @@ class PodWatch:
         self._thread.join(5)  # a daemon thread: it ends with its connection at the latest
 
 
+CALLS = (
+    "create",
+    "update",
+    "delete",
+    "patch job",
+    "get configmap",
+    "list configmaps (selector)",
+    "get job",
+    "list a job's pods (selector)",
+)
+
+
 class Churn:
     """8 clients: each every ``CHURN_PERIOD`` s one mutating call and one read, each call timed."""
 
@@ -172,6 +184,13 @@ class Churn:
                 label, url, params = reads[i % len(reads)]
                 self._call(http, label, "GET", url, params=params)
                 self._stop.wait(max(0.0, CHURN_PERIOD - (time.monotonic() - tick)))
+
+    def until_every_call(self, timeout: float) -> None:
+        """Keep churning until every call class was timed at least once (a short burst, as the
+        test's, can end before each client went through its four steps), at most ``timeout`` s."""
+        deadline = time.monotonic() + timeout
+        while not set(CALLS) <= set(self.samples) and time.monotonic() < deadline:
+            time.sleep(0.1)
 
     def stop(self) -> None:
         self._stop.set()
@@ -250,6 +269,7 @@ def run_burst(n: int, churn: bool = True) -> dict[str, Any]:
                 time.sleep(2.0)
             took = time.monotonic() - started
             if churner is not None:
+                churner.until_every_call(60)
                 churner.stop()
             watch.stop()
             sampling.set()
