@@ -109,7 +109,9 @@ def test_replica_names_that_match_nothing_and_no_xcom_push_still_end_the_task(
     assert client.find("PyTorchJob", "quiet", test_namespace) is not None  # on_finish_action: keep
 
 
-def test_an_old_trigger_row_without_the_new_kwargs_resumes_on_a_worker(embedded_default: Any, test_namespace: str) -> None:
+def test_an_old_trigger_row_without_the_new_kwargs_resumes_on_a_worker(
+    embedded_default: Any, test_namespace: str
+) -> None:
     from airflow_provider_training.hooks.training import TrainingHook
 
     client = TrainingHook().get_client()

@@ -413,7 +413,7 @@ class TrainingJobOperator(TrainingLineageMixin, BaseOperator):  # lineage: opera
 
     def _ends_in_triggerer(self) -> bool:
         """``end_from_trigger`` resolved for this try (see the parameter)."""
-        if self.end_from_trigger is False  or compat.triggers_run_inline():
+        if self.end_from_trigger is False or compat.triggers_run_inline():
             return False
         if self.outlets:
             if self.end_from_trigger:
