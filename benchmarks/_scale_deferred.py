@@ -26,7 +26,11 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
 
-DAGS = {"training": ("scale_deferred_training", "train"), "kpo": ("scale_deferred_kpo", "pod")}
+DAGS = {
+    "training": ("scale_deferred_training", "train"),  # a succeeded job ends its task in the triggerer
+    "training-resume": ("scale_deferred_training_resume", "train"),  # end_from_trigger=False: a worker resumes it
+    "kpo": ("scale_deferred_kpo", "pod"),
+}
 FAKE_NODE = "scale-fake-kubelet"  # = scale_deferred.FAKE_NODE (a DAG file is not imported here)
 
 
@@ -230,12 +234,18 @@ Task = tuple[int, int]  # (stage, map index): stage s is the DAG run that named 
 
 
 def deferred(
-    d: Any, plane: Any, way: str, sizes: list[int], idle: float, say: Callable[[str], None] = print
+    d: Any,
+    plane: Any,
+    way: str,
+    sizes: list[int],
+    idle: float,
+    say: Callable[[str], None] = print,
+    finish: float = 0.1,
 ) -> list[dict[str, Any]]:
     """N deferred tasks of ``way`` (``training`` | ``kpo``) in ``d``'s triggerer, for each N of
     ``sizes`` (ascending): one DAG run per N adds the tasks missing to N, so the tasks of the
     smaller N stay deferred and the largest N costs its own tasks only. Per N: the figures of an
-    idle window, then 10 % of N finish at once (those stay finished)."""
+    idle window, then ``finish`` of N (10 %) finish at once (those stay finished)."""
     from kubernetes import client, config
     from tests.apimetrics import open_watches, requests, scrape
 
@@ -252,7 +262,7 @@ def deferred(
 
     time.sleep(DEFAULT_LINGER + 3)  # the triggerer settles: its last triggers' informers linger
     rss0, watches0, errors0 = tree_rss(d), open_watches(plane.kubeconfig), server_errors(plane)
-    controller = FakeController(api, plane.home, way, namespace)
+    controller = FakeController(api, plane.home, "kpo" if way == "kpo" else "training", namespace)
     runs: list[str] = []
     waiting: set[Task] = set()
     rows: list[dict[str, Any]] = []
@@ -291,7 +301,7 @@ def deferred(
             time.sleep(idle)
             cpu1, req1, t1 = tree_cpu(d), requests(plane.kubeconfig), time.monotonic()
 
-            finishing = sorted(waiting)[: max(1, n // 10)]
+            finishing = sorted(waiting)[: max(1, round(n * finish))]
             written = controller.finish_all(finishing)
 
             def succeeded(finishing: list[Task] = finishing) -> dict[Task, float] | None:
