@@ -230,6 +230,19 @@ def _fired_at(d: Any, dag_id: str, run_id: str, task_id: str, index: int) -> flo
     return None
 
 
+def _failed_logs(d: Any, dag_id: str, run_id: str, failed: list[dict[str, Any]]) -> str:
+    """The end of the first three failed mapped tasks' logs (worker's and triggerer's parts)."""
+    parts = []
+    for ti in failed[:3]:
+        folder = d.task_logs / f"dag_id={dag_id}" / f"run_id={run_id}" / f"task_id={ti['task_id']}"
+        folder = folder / f"map_index={ti['map_index']}"
+        for path in sorted(folder.glob("attempt=*.log*")):
+            parts.append(
+                f"--- {ti['task_id']}[{ti['map_index']}] {path.name}\n{path.read_text(errors='replace')[-2000:]}"
+            )
+    return "\n".join(parts) or d.failure_details(dag_id, run_id)[-3000:]
+
+
 Task = tuple[int, int]  # (stage, map index): stage s is the DAG run that named its jobs scale-s<s>-*
 
 
@@ -280,7 +293,7 @@ def deferred(
 
             def all_deferred(run: str = runs[-1], add: int = add) -> bool:
                 if failed := _tis(d, dag_id, run, "failed") + _tis(d, dag_id, run, "upstream_failed"):
-                    raise RuntimeError(f"{len(failed)} {way} tasks failed:\n{d.failure_details(dag_id, run)[-3000:]}")
+                    raise RuntimeError(f"{len(failed)} {way} tasks failed:\n{_failed_logs(d, dag_id, run, failed)}")
                 return len(_tis(d, dag_id, run, "deferred")) >= add
 
             _until(all_deferred, 300 + 5 * add, f"{add} more {way} tasks deferred")
