@@ -26,7 +26,11 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
 
-DAGS = {"training": ("scale_deferred_training", "train"), "kpo": ("scale_deferred_kpo", "pod")}
+DAGS = {
+    "training": ("scale_deferred_training", "train"),  # a succeeded job ends its task in the triggerer
+    "training-resume": ("scale_deferred_training_resume", "train"),  # end_from_trigger=False: a worker resumes it
+    "kpo": ("scale_deferred_kpo", "pod"),
+}
 FAKE_NODE = "scale-fake-kubelet"  # = scale_deferred.FAKE_NODE (a DAG file is not imported here)
 
 
@@ -226,16 +230,35 @@ def _fired_at(d: Any, dag_id: str, run_id: str, task_id: str, index: int) -> flo
     return None
 
 
+def _failed_logs(d: Any, dag_id: str, run_id: str, failed: list[dict[str, Any]]) -> str:
+    """The end of the first three failed mapped tasks' logs (worker's and triggerer's parts)."""
+    parts = []
+    for ti in failed[:3]:
+        folder = d.task_logs / f"dag_id={dag_id}" / f"run_id={run_id}" / f"task_id={ti['task_id']}"
+        folder = folder / f"map_index={ti['map_index']}"
+        for path in sorted(folder.glob("attempt=*.log*")):
+            parts.append(
+                f"--- {ti['task_id']}[{ti['map_index']}] {path.name}\n{path.read_text(errors='replace')[-2000:]}"
+            )
+    return "\n".join(parts) or d.failure_details(dag_id, run_id)[-3000:]
+
+
 Task = tuple[int, int]  # (stage, map index): stage s is the DAG run that named its jobs scale-s<s>-*
 
 
 def deferred(
-    d: Any, plane: Any, way: str, sizes: list[int], idle: float, say: Callable[[str], None] = print
+    d: Any,
+    plane: Any,
+    way: str,
+    sizes: list[int],
+    idle: float,
+    say: Callable[[str], None] = print,
+    finish: float = 0.1,
 ) -> list[dict[str, Any]]:
     """N deferred tasks of ``way`` (``training`` | ``kpo``) in ``d``'s triggerer, for each N of
     ``sizes`` (ascending): one DAG run per N adds the tasks missing to N, so the tasks of the
     smaller N stay deferred and the largest N costs its own tasks only. Per N: the figures of an
-    idle window, then 10 % of N finish at once (those stay finished)."""
+    idle window, then ``finish`` of N (10 %) finish at once (those stay finished)."""
     from kubernetes import client, config
     from tests.apimetrics import open_watches, requests, scrape
 
@@ -252,7 +275,7 @@ def deferred(
 
     time.sleep(DEFAULT_LINGER + 3)  # the triggerer settles: its last triggers' informers linger
     rss0, watches0, errors0 = tree_rss(d), open_watches(plane.kubeconfig), server_errors(plane)
-    controller = FakeController(api, plane.home, way, namespace)
+    controller = FakeController(api, plane.home, "kpo" if way == "kpo" else "training", namespace)
     runs: list[str] = []
     waiting: set[Task] = set()
     rows: list[dict[str, Any]] = []
@@ -270,7 +293,7 @@ def deferred(
 
             def all_deferred(run: str = runs[-1], add: int = add) -> bool:
                 if failed := _tis(d, dag_id, run, "failed") + _tis(d, dag_id, run, "upstream_failed"):
-                    raise RuntimeError(f"{len(failed)} {way} tasks failed:\n{d.failure_details(dag_id, run)[-3000:]}")
+                    raise RuntimeError(f"{len(failed)} {way} tasks failed:\n{_failed_logs(d, dag_id, run, failed)}")
                 return len(_tis(d, dag_id, run, "deferred")) >= add
 
             _until(all_deferred, 300 + 5 * add, f"{add} more {way} tasks deferred")
@@ -291,7 +314,7 @@ def deferred(
             time.sleep(idle)
             cpu1, req1, t1 = tree_cpu(d), requests(plane.kubeconfig), time.monotonic()
 
-            finishing = sorted(waiting)[: max(1, n // 10)]
+            finishing = sorted(waiting)[: max(1, round(n * finish))]
             written = controller.finish_all(finishing)
 
             def succeeded(finishing: list[Task] = finishing) -> dict[Task, float] | None:

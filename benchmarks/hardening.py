@@ -42,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from tests.fixtures.control_plane import FAST_SETTINGS  # noqa: E402
 from tests.fuzz.test_api_fuzz import lists_decode, run_fuzz  # noqa: E402
+from tests.paging import count  # noqa: E402
 
 N_BROKEN = 50
 
@@ -183,17 +184,6 @@ def _trainjob(name: str, nodes: int) -> dict[str, Any]:
     return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": name}, "spec": spec}
 
 
-def _count(http: httpx.Client, path: str) -> int:
-    """Objects at ``path``, a page of names at a time (a list of 1,000 pods is itself a heavy request)."""
-    total, token = 0, ""
-    while True:
-        page = http.get(path, params={"limit": 500, **({"continue": token} if token else {})}).json()
-        total += len(page["items"])
-        token = page["metadata"].get("continue") or ""
-        if not token:
-            return total
-
-
 def _until(check: Callable[[], bool], timeout: float = 300) -> None:
     deadline = time.monotonic() + timeout
     while not check():
@@ -270,11 +260,11 @@ def heavy_requests() -> None:
 
             def create_trainjob() -> None:
                 assert http.post(TRAINJOBS, json=_trainjob("big", 1000)).status_code == 201
-                _until(lambda: _count(http, PODS) >= 1000)
+                _until(lambda: count(http, PODS) >= 1000)
 
             def delete_trainjob() -> None:
                 assert http.delete(f"{TRAINJOBS}/big").status_code == 200
-                _until(lambda: _count(http, PODS) == 0)
+                _until(lambda: count(http, PODS) == 0)
 
             def create_configmap() -> None:
                 body = {"metadata": {"name": "big"}, "data": {f"k{i}": "" for i in range(150_000)}}

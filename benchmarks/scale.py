@@ -107,23 +107,29 @@ def run_deferred(args: argparse.Namespace, results: dict[str, Any]) -> None:
             asyncio_debug=False,
             daemon_env={"scheduler": preload},
         )
-        if args.n:
-            rows += deferred(d, plane, "training", sorted(args.n), args.idle)
-        if args.kpo_n:
-            rows += deferred(d, plane, "kpo", sorted(args.kpo_n), args.idle)
+        for way, sizes in (("training", args.n), ("training-resume", args.resume_n), ("kpo", args.kpo_n)):
+            if sizes:
+                rows += deferred(d, plane, way, sorted(sizes), args.idle, finish=args.finish)
     finally:
         if d is not None:
             d.stop()
         stop(root / "plane", replicas=True)
         shutil.rmtree(root, ignore_errors=True)
     results["deferred"] = rows
-    print_deferred(rows, args.idle)
+    print_deferred(rows, args.idle, args.finish)
 
 
-def print_deferred(rows: list[dict[str, Any]], idle: float) -> None:
+WAYS = {
+    "training": "TrainingJobOperator",
+    "training-resume": "TrainingJobOperator, end_from_trigger=False",
+    "kpo": "KubernetesPodOperator",
+}
+
+
+def print_deferred(rows: list[dict[str, Any]], idle: float, finish: float = 0.1) -> None:
     print(f"\n## deferred tasks in one triggerer (idle window {idle:.0f} s; load {os.getloadavg()[0]:.1f})")
     print("| way | N | watches | conns | req/s idle | RSS +MiB | MiB/task since last N | CPU % idle | "
-          "10 % finish: fired p50/p99 s | success p50/p99 s | 5xx |")  # fmt: skip
+          f"{finish:.0%} finish: fired p50/p99 s | success p50/p99 s | 5xx |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     last: dict[str, tuple[int, float]] = {}
     for r in rows:
@@ -131,7 +137,7 @@ def print_deferred(rows: list[dict[str, Any]], idle: float) -> None:
         r["mib_per_task"] = (r["rss_mib"] - rss0) / (r["n"] - n0)
         last[r["way"]] = (r["n"], r["rss_mib"])
         print(
-            f"| {'TrainingJobOperator' if r['way'] == 'training' else 'KubernetesPodOperator'} | {r['n']} "
+            f"| {WAYS[r['way']]} | {r['n']} "
             f"| {r['watches']} | {r['connections']} | {r['idle_rps']:.2f} | {r['rss_mib']:.0f} "
             f"| {r['mib_per_task']:.2f} | {r['cpu_pct']:.1f} "
             f"| {r['fired_p50']:.1f} / {r['fired_p99']:.1f} | {r['success_p50']:.1f} / {r['success_p99']:.1f} "
@@ -147,6 +153,10 @@ def main() -> None:
     parser.add_argument("--only", default="", help=f"comma-separated sections of {SECTIONS}")
     parser.add_argument("--n", default="100,500,1000", help="deferred TrainingJobOperator tasks per measurement")
     parser.add_argument("--kpo-n", default="100,500,1000", help="deferred KubernetesPodOperator tasks")
+    parser.add_argument(
+        "--resume-n", default="", help="deferred TrainingJobOperator tasks with end_from_trigger=False (resumed)"
+    )
+    parser.add_argument("--finish", type=float, default=0.1, help="fraction of N whose jobs finish at once")
     parser.add_argument("--idle", type=float, default=30.0, help="seconds of the idle window")
     parser.add_argument("--jobs", type=int, default=1000, help="two-replica jobs in the burst")
     parser.add_argument("--rates", default="5,10,20,40,80", help="pods/s of the podstartup section's steps")
@@ -158,6 +168,7 @@ def main() -> None:
     args.n = [int(x) for x in args.n.split(",") if x]
     args.kpo_n = [int(x) for x in args.kpo_n.split(",") if x]
     args.rates = [float(x) for x in args.rates.split(",") if x]
+    args.resume_n = [int(x) for x in args.resume_n.split(",") if x]
     if args.quick:
         for key, value in QUICK.items():
             setattr(args, key, value)

@@ -58,6 +58,7 @@ TESTS = [
     "tests/operators/test_airflow_versions.py",
     "tests/operators/test_approval.py",
     "tests/operators/test_deferrable_and_sensor.py",
+    "tests/operators/test_end_from_trigger.py",
     "tests/operators/test_shared_watches.py",
     "tests/operators/test_sync.py",
     "tests/operators/test_worker_crash_and_kill.py",

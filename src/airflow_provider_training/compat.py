@@ -106,3 +106,22 @@ def deferred_kill_unsupported(on_kill_action: str) -> str | None:
         "success / clear as for a triggerer restart, so a kill of the deferred task leaves the object "
         "in place (Airflow 3.3 and later apply it; deferrable=False applies it on every version)"
     )
+
+
+def task_listeners() -> bool:
+    """Whether listeners (OpenLineage when configured, a plugin's own) watch this worker's tasks: they
+    hear of a task's success only from a worker, never from a triggerer that ends it."""
+    try:
+        from airflow.sdk.listener import get_listener_manager
+    except ImportError:  # an Airflow without the SDK's listener manager: assume there are some
+        return True
+    return get_listener_manager().has_listeners
+
+
+def triggers_run_inline() -> bool:
+    """Whether this task runs under ``dag.test()``, which runs a deferred task's trigger in the task's
+    own process and resumes the task with whatever event it yields — an event that ends the task
+    (``TaskSuccessEvent``) included, so there the trigger must not end it."""
+    from airflow.sdk.execution_time import task_runner
+
+    return type(getattr(task_runner, "SUPERVISOR_COMMS", None)).__name__ == "InProcessSupervisorComms"

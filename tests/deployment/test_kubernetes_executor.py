@@ -42,13 +42,6 @@ def worker_pods(d: Any, dag_id: str, run_id: str) -> dict[str, dict[str, Any]]:
     return {p["metadata"]["annotations"]["task_id"]: p for p in pods}
 
 
-def ui_log(d: Any, dag_id: str, run_id: str, task_id: str) -> str:
-    """The task's log as the UI reads it (the REST API's log endpoint, try 1): sources and lines."""
-    response = d.api("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/logs/1")
-    assert response.status_code == 200, response.text
-    return "\n".join(str(line.get("event", "")) for line in response.json()["content"])
-
-
 @pytest.fixture(scope="module")
 def run(airflow_deployment: Any) -> dict[str, Any]:
     d = airflow_deployment
@@ -87,7 +80,7 @@ def test_train_package_deploy_runs_every_task_in_a_worker_pod(run, airflow_deplo
     assert json.loads(kubectl(d.kubeconfig, "-n", JOBS_NAMESPACE, "get", "pytorchjob", job, "-o", "json"))["status"]
     # the worker cannot read the output claim's directory: the ModelKit was packed by a Job beside it
     # (deleted once it succeeded, on_finish_action's default)
-    assert f"in Job {JOBS_NAMESPACE}/modelkit-package-" in ui_log(d, DAG_ID, run_id, "package")
+    assert f"in Job {JOBS_NAMESPACE}/modelkit-package-" in d.ui_log(DAG_ID, run_id, "package")
     isvc = json.loads(kubectl(d.kubeconfig, "-n", JOBS_NAMESPACE, "get", "inferenceservice", "digits", "-o", "json"))
     assert isvc["status"]["url"] == d.xcom(DAG_ID, run_id, "deploy", "url")
     reference = d.xcom(DAG_ID, run_id, "package", "reference")
@@ -104,7 +97,7 @@ def test_train_package_deploy_runs_every_task_in_a_worker_pod(run, airflow_deplo
 def test_worker_pod_logs_are_the_task_logs(run, airflow_deployment):
     d = airflow_deployment
     run_id = run["dag_run_id"]
-    shown = ui_log(d, DAG_ID, run_id, "train")
+    shown = d.ui_log(DAG_ID, run_id, "train")
     job = d.xcom(DAG_ID, run_id, "train", "job_name")
     # the operator's lines and the replicas' (streamed into the task log), written by the worker pod
     assert f"Submitted PyTorchJob {JOBS_NAMESPACE}/{job}" in shown, shown[-3000:]
@@ -123,7 +116,7 @@ def test_a_restarted_scheduler_adopts_a_running_worker_pod(run, airflow_deployme
     run_id = d.trigger(dag_id, {"release": str(release)})
     wait_for(lambda: "is Running" in d.task_log(dag_id, run_id, "train"), 240, "the job to run", interval=0.5)
     # While the task runs, the UI reads its log from the pod, through the Kubernetes API
-    shown = ui_log(d, dag_id, run_id, "train")
+    shown = d.ui_log(dag_id, run_id, "train")
     assert "Found logs through kube API" in shown, shown[-3000:]
     [pod] = worker_pods(d, dag_id, run_id).values()
     first = pod["metadata"]["labels"]["airflow-worker"]

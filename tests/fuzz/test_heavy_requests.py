@@ -33,6 +33,7 @@ import pytest
 
 from airflow_provider_training.embedded import ControlPlane, start, stop
 from tests.fixtures.control_plane import FAST_SETTINGS
+from tests.paging import count
 from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
@@ -113,17 +114,6 @@ def second_client(plane: ControlPlane) -> Iterator[list[float]]:
 def _p99(samples: list[float]) -> float:
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] if ordered else 0.0
-
-
-def count(http: httpx.Client, path: str) -> int:
-    """Objects at ``path``, 500 a page (the test's own lists stay light)."""
-    total, token = 0, ""
-    while True:
-        page = http.get(path, params={"limit": 500, **({"continue": token} if token else {})}).json()
-        total += len(page["items"])
-        token = page["metadata"].get("continue") or ""
-        if not token:
-            return total
 
 
 def trainjob(name: str, nodes: int, suspend: bool = False) -> dict[str, Any]:

@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 
 from airflow_provider_training.client import ReplicaFailure
+from airflow_provider_training.client.logselect import replica_filter
 from airflow_provider_training.links.training import job_url
 from airflow_provider_training.operators import identity, spec
-from airflow_provider_training.operators.replicas import failure_report, replica_filter
+from airflow_provider_training.operators.failures import failure_report
 from airflow_provider_training.operators.training import STATE_KEY, stored_ref
 from airflow_provider_training.specs.refs import ObjectRef
 from airflow_provider_training.triggers import TrainingJobTrigger
@@ -206,11 +207,13 @@ def test_a_trigger_row_written_before_an_upgrade_resumes_and_new_rows_keep_its_s
     trigger = import_string(row.classpath)(**row.kwargs)
     assert trigger.ref == ObjectRef("PyTorchJob", "ml", "mnist", "uid-1")
     _, kwargs = trigger.serialize()
-    assert {k: v for k, v in kwargs.items() if k != "not_before"} == PREVIOUS_TRIGGER_KWARGS
+    # what later versions added, at values that keep the old row's behaviour (resume on a worker)
+    added = {"end_from_trigger": False, "log_replicas": "none", "on_finish_action": "keep", "push_summary": True}
+    assert {k: v for k, v in kwargs.items() if k != "not_before"} == {**PREVIOUS_TRIGGER_KWARGS, **added}
 
     ref = ObjectRef("PyTorchJob", "ml", "mnist", "uid-1")
     built = TrainingJobTrigger(ref=ref, deadline=1_900_000_000.0, on_kill_action="delete", not_before=1.0)
-    assert built.serialize() == (path, {**PREVIOUS_TRIGGER_KWARGS, "not_before": 1.0})
+    assert built.serialize() == (path, {**PREVIOUS_TRIGGER_KWARGS, **added, "not_before": 1.0})
     with pytest.raises(ValueError, match="kind, name and namespace"):
         TrainingJobTrigger(kind="PyTorchJob", name="mnist")
 

@@ -168,5 +168,21 @@ class AsyncTrainingJobClient(Driver):
     ) -> str:
         return await self._drive(op.read_log(pod, namespace, container, tail_lines, previous, self._timeout))
 
+    async def replica_logs(
+        self,
+        kind: str,
+        name: str,
+        namespace: str,
+        *,
+        uid: str | None = None,
+        select: Callable[[dict[str, Any]], bool],
+        container: str | None = None,
+        tail_lines: int | None = None,
+    ) -> op.Logs:
+        """``(pod, last lines)`` of the job's pods ``select`` accepts (a note where a log is not available)."""
+        return await self._drive(
+            op.replica_logs(kind, name, namespace, uid, select, container, tail_lines, self._timeout)
+        )
+
     async def events(self, kind: str, name: str, namespace: str, *, uid: str | None = None) -> Objects:
         return await self._drive(op.events(kind, name, namespace, uid, self._timeout))

@@ -18,13 +18,13 @@ from kubernetes.watch.watch import iter_resp_lines
 
 from airflow_provider_training.client.errors import ApiError
 from airflow_provider_training.client.following import Follower
+from airflow_provider_training.client.logselect import PodFilter
 from airflow_provider_training.client.resources import resource_for
 from airflow_provider_training.client.selection import pod_selector
 from airflow_provider_training.client.state import container_started, main_container, owned_by
 from airflow_provider_training.client.sync import Stop, TrainingJobClient, abort
 
 Sink = Callable[[str], None]
-PodFilter = Callable[[dict[str, Any]], bool]
 
 
 class LogFollower:

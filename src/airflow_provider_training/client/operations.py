@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from airflow_provider_training.client.errors import Conflict, JobDeleted, JobNotFound, NotFound
+from airflow_provider_training.client.errors import ApiError, Conflict, JobDeleted, JobNotFound, NotFound
 from airflow_provider_training.client.resources import Resource, resource_for
 from airflow_provider_training.client.selection import pod_selector, sorted_events
-from airflow_provider_training.client.state import replica_of_job
+from airflow_provider_training.client.state import main_container, replica_of_job
 from airflow_provider_training.client.steps import Call, Read, Steps, core, custom
 
 Timeout = tuple[float, float]
 Objects = list[dict[str, Any]]
+Logs = list[tuple[str, str]]  # (pod, text)
 
 
 def _on(res: Resource, namespace: str) -> tuple[str, str, str, str]:
@@ -220,6 +221,32 @@ def read_log(
     kwargs = log_options(container, tail_lines, previous=previous)
     text: str = yield core("read_namespaced_pod_log", pod, namespace, _request_timeout=timeout, read="text", **kwargs)
     return text
+
+
+def replica_logs(
+    kind: str,
+    name: str,
+    namespace: str,
+    uid: str | None,
+    select: Callable[[dict[str, Any]], bool],
+    container: str | None,
+    tail_lines: int | None,
+    timeout: Timeout,
+) -> Steps[Logs]:
+    """``(pod, text)`` of the job's pods that ``select`` accepts, each the last ``tail_lines`` of its
+    main container (``container``: the kind's default); a log the server cannot give is a note in
+    its place, not an error — what a finished task prints of its replicas."""
+    logs: Logs = []
+    for pod in (yield from pods(kind, name, namespace, uid, None, None, timeout)):
+        if not select(pod):
+            continue
+        pod_name = str(pod["metadata"]["name"])
+        try:
+            text = yield from read_log(pod_name, namespace, main_container(pod, container), tail_lines, False, timeout)
+        except ApiError as exc:
+            text = f"(log not available: {exc})"
+        logs.append((pod_name, text))
+    return logs
 
 
 def events(kind: str, name: str, namespace: str, uid: str | None, timeout: Timeout) -> Steps[Objects]:

@@ -216,6 +216,20 @@ class TrainingJobClient(Driver):
                 pod, namespace, _preload_content=False, _request_timeout=(10.0, None), **kwargs
             )
 
+    def replica_logs(
+        self,
+        kind: str,
+        name: str,
+        namespace: str,
+        *,
+        uid: str | None = None,
+        select: Callable[[dict[str, Any]], bool],
+        container: str | None = None,
+        tail_lines: int | None = None,
+    ) -> op.Logs:
+        """``(pod, last lines)`` of the job's pods ``select`` accepts (a note where a log is not available)."""
+        return self._drive(op.replica_logs(kind, name, namespace, uid, select, container, tail_lines, self._timeout))
+
     def events(self, kind: str, name: str, namespace: str, *, uid: str | None = None) -> Objects:
         """Events of the job and of its pods, oldest first."""
         return self._drive(op.events(kind, name, namespace, uid, self._timeout))

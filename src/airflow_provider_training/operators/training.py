@@ -36,33 +36,34 @@ from airflow_provider_training.client import (
     summary,
 )
 from airflow_provider_training.client.errors import ApiError
+from airflow_provider_training.client.logselect import (
+    RESUME_LOG_LINES,
+    LogChoice,
+    PodFilter,
+    default_container,
+    log_filter,
+)
 from airflow_provider_training.client.state import main_container
 from airflow_provider_training.hooks.training import DEFAULT, TrainingHook
 from airflow_provider_training.links.training import TrainingJobLink
 from airflow_provider_training.operators import identity, spec
+from airflow_provider_training.operators.failures import failure_report
 from airflow_provider_training.operators.lineage import TrainingLineageMixin
-from airflow_provider_training.operators.replicas import failure_report, replica_filter
 from airflow_provider_training.specs import JobSpecError
 from airflow_provider_training.specs.actions import JobDecision, OnFinishAction, OnKillAction
 from airflow_provider_training.specs.annotations import WORKING_DIR_ANNOTATION
-from airflow_provider_training.specs.kinds import KINDS
 from airflow_provider_training.specs.refs import ObjectRef
 from airflow_provider_training.triggers.training import TrainingJobTrigger
 
 STATE_KEY = "training_job"
 FINISH_ACTIONS = tuple(OnFinishAction)  # str-valued: the strings users write are members
 KILL_ACTIONS = tuple(OnKillAction)
-RESUME_LOG_LINES = 10_000
 
 
 def _dag_folder(context: Any) -> str | None:
     dag = context.get("dag")
     fileloc = getattr(dag, "fileloc", None)
     return os.path.dirname(os.path.abspath(fileloc)) if fileloc else None
-
-
-def _default_container(kind: str) -> str | None:
-    return KINDS[kind].default_container if kind in KINDS else None
 
 
 def stored_ref(store: Any) -> ObjectRef | None:
@@ -136,6 +137,15 @@ class TrainingJobOperator(TrainingLineageMixin, BaseOperator):  # lineage: opera
         job first; ``"fail"`` fails.
     :param log_tail_lines: log lines per failed replica in the error of a failed job (default 50).
     :param watch_timeout: seconds one watch request lasts before it is renewed (default 240).
+    :param end_from_trigger: in deferrable mode, let the triggerer end the task when the job
+        succeeded — it prints the replicas' logs, applies ``on_finish_action`` and pushes the summary
+        as ``return_value`` itself — instead of resuming the task on a worker: the task is successful
+        within a second or two of the job and takes no worker slot to finish (a hundred jobs
+        finishing at once do not queue for the workers). A failed, timed-out or deleted job still
+        resumes on a worker (failure report, retries). ``None`` (default): yes unless the task has
+        ``outlets`` (asset events are emitted by a worker only) or listeners (OpenLineage, a plugin's)
+        are registered, as they hear of a success only from a worker; ``True``: yes unless the task
+        has ``outlets``; ``False``: always resume on a worker.
 
     XCom (pushed before waiting): ``job_name``, ``job_namespace``, ``job_uid``, ``job_kind`` (and
     ``job_api_url`` for the extra link). Returns a summary dict: ``kind``, ``name``, ``namespace``,
@@ -168,6 +178,7 @@ class TrainingJobOperator(TrainingLineageMixin, BaseOperator):  # lineage: opera
         if_job_exists: str = "reattach",
         log_tail_lines: int = 50,
         watch_timeout: float = 240.0,
+        end_from_trigger: bool | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -195,6 +206,7 @@ class TrainingJobOperator(TrainingLineageMixin, BaseOperator):  # lineage: opera
         self.if_job_exists = if_job_exists
         self.log_tail_lines = log_tail_lines
         self.watch_timeout = watch_timeout
+        self.end_from_trigger = end_from_trigger
         self._submitted: ObjectRef | None = None  # the job this try waits for (for on_kill)
         self._phase = ""  # the job's phase last logged by the sync path
 
@@ -247,9 +259,13 @@ class TrainingJobOperator(TrainingLineageMixin, BaseOperator):  # lineage: opera
         _, report = spec.check(data)
         return report
 
-    def pod_filter(self, job: dict[str, Any]) -> Any:
-        """Which pods' logs reach the task log (``log_replicas``); None: none."""
-        return replica_filter(self.log_replicas, job)
+    def log_choice(self, job: dict[str, Any]) -> LogChoice:
+        """Whose logs reach the task log: ``log_replicas`` (subclasses with another default override it)."""
+        return self.log_replicas
+
+    def pod_filter(self, job: dict[str, Any]) -> PodFilter | None:
+        """Which pods' logs reach the task log; None: none."""
+        return log_filter(self.log_choice(job), job)
 
     def on_job_change(self, obj: dict[str, Any]) -> None:
         """Every new version of the job while the task waits (progress reports; nothing by default)."""
@@ -387,13 +403,38 @@ class TrainingJobOperator(TrainingLineageMixin, BaseOperator):  # lineage: opera
                 watch_timeout=self.watch_timeout,
                 deadline=None if timeout is None else time.time() + timeout,
                 on_kill_action=self.on_kill_action,
+                end_from_trigger=self._ends_in_triggerer(),
+                log_replicas=self._log_choice_value(job),
+                on_finish_action=str(self.on_finish_action),
+                push_summary=bool(self.do_xcom_push),
             ),
             method_name="trigger_reentry",
         )
 
-    def trigger_reentry(self, context: Any, event: dict[str, Any]) -> Any:
+    def _ends_in_triggerer(self) -> bool:
+        """``end_from_trigger`` resolved for this try (see the parameter)."""
+        if self.end_from_trigger is False or compat.triggers_run_inline():
+            return False
+        if self.outlets:
+            if self.end_from_trigger:
+                self.log.info("end_from_trigger: the task resumes on a worker, which emits its outlets' asset events")
+            return False
+        return bool(self.end_from_trigger) or not compat.task_listeners()
+
+    def _log_choice_value(self, job: dict[str, Any]) -> str | list[str]:
+        choice = self.log_choice(job)
+        return choice if isinstance(choice, str) else [str(item) for item in choice]
+
+    def trigger_reentry(self, context: Any, event: dict[str, Any] | str) -> Any:
         """Resume after deferral: print the replicas' logs, then finish like the sync path."""
         client = self.client(self.hook())
+        if not isinstance(event, dict):
+            # The trigger ended the task ("success"), but this Airflow resumed it anyway: ``dag.test()``
+            # runs triggers inline and resumes with any event's payload. The trigger did the work
+            # already; finish from the job this try remembered.
+            ref = self._submitted = self._remembered(context)
+            job = client.find(ref.kind, ref.name, ref.namespace)
+            return self.finish(client, job) if job is not None else ref.to_dict()
         ref = self._submitted = ObjectRef.from_dict(event)
         status = event.get("status")
         if status == "timeout":
@@ -407,7 +448,21 @@ class TrainingJobOperator(TrainingLineageMixin, BaseOperator):  # lineage: opera
         self._print_logs(client, ref, job)
         return self.finish(client, job)
 
-    def execute_complete(self, context: Any, event: dict[str, Any]) -> Any:
+    def _remembered(self, context: Any) -> ObjectRef:
+        """The job this try submitted, from the task state store, else from its XComs."""
+        ref = stored_ref(compat.task_state_store(context))
+        if ref is not None:
+            return ref
+        ti = context["ti"]
+        keys = (xcom.JOB_KIND, xcom.JOB_NAMESPACE, xcom.JOB_NAME, xcom.JOB_UID)
+        kind, namespace, name, uid = (
+            ti.xcom_pull(task_ids=ti.task_id, key=key, map_indexes=ti.map_index) for key in keys
+        )
+        if not (kind and namespace and name):
+            raise AirflowException("resumed without the job: neither the task state store nor XCom names it")
+        return ObjectRef(str(kind), str(namespace), str(name), str(uid) if uid else None)
+
+    def execute_complete(self, context: Any, event: dict[str, Any] | str) -> Any:
         """Resume a deferral recorded before :meth:`trigger_reentry` was the resume method."""
         return self.trigger_reentry(context, event)
 
@@ -426,7 +481,7 @@ class TrainingJobOperator(TrainingLineageMixin, BaseOperator):  # lineage: opera
             sink=self._log_line,
             select=select,
             uid=ref.uid,
-            container=_default_container(ref.kind),
+            container=default_container(ref.kind),
         ).start()
 
     def _changed(self, obj: dict[str, Any]) -> None:
@@ -443,22 +498,18 @@ class TrainingJobOperator(TrainingLineageMixin, BaseOperator):  # lineage: opera
         select = self.pod_filter(job) if job else None
         if select is None:
             return
-        for pod in client.pods(ref.kind, ref.name, ref.namespace, uid=ref.uid):
-            if not select(pod):
-                continue
-            name = pod["metadata"]["name"]
-            try:
-                text = client.read_log(
-                    name,
-                    ref.namespace,
-                    container=main_container(pod, _default_container(ref.kind)),
-                    tail_lines=RESUME_LOG_LINES,
-                )
-            except ApiError as exc:
-                self.log.info("[%s] (log not available: %s)", name, exc)
-                continue
+        logs = client.replica_logs(
+            ref.kind,
+            ref.name,
+            ref.namespace,
+            uid=ref.uid,
+            select=select,
+            container=default_container(ref.kind),
+            tail_lines=RESUME_LOG_LINES,
+        )
+        for pod, text in logs:
             for line in text.splitlines():
-                self._log_line(f"[{name}] {line}")
+                self._log_line(f"[{pod}] {line}")
 
     def _stuck_replicas(self, client: TrainingJobClient, ref: ObjectRef) -> str:
         """Why replicas never ran, for a timeout's message: each pod's container waiting with a
@@ -504,7 +555,7 @@ class TrainingJobOperator(TrainingLineageMixin, BaseOperator):  # lineage: opera
         """The failure report: the job's reason, the failed replicas' exit codes and log tails, the
         Warning events. Logs or events the server cannot give are left out, not fatal."""
         ref = ObjectRef.of(job)
-        container = _default_container(ref.kind)
+        container = default_container(ref.kind)
         pods = client.pods(ref.kind, ref.name, ref.namespace, uid=ref.uid)
         failures = [f for p in pods if (f := replica_failure(p, main_container(p, container))) is not None]
         tails: dict[str, str] = {}

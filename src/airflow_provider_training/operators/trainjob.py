@@ -22,10 +22,10 @@ from typing import Any
 from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_provider_training.client import TrainingJobClient, replica_failure
+from airflow_provider_training.client.logselect import LogChoice, step_of
 from airflow_provider_training.client.progress import ProgressReports
 from airflow_provider_training.client.state import main_container
 from airflow_provider_training.operators import spec
-from airflow_provider_training.operators.replicas import replica_filter
 from airflow_provider_training.operators.training import TrainingJobOperator
 from airflow_provider_training.specs import JobSpecError
 from airflow_provider_training.specs.issues import Issue
@@ -33,28 +33,6 @@ from airflow_provider_training.specs.loader import read_documents
 from airflow_provider_training.specs.trainer import constants as c
 from airflow_provider_training.specs.trainer.crds import TRAINJOB, openapi_schema
 from airflow_provider_training.validation import validate
-
-REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
-COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
-
-
-def step_of(pod: dict[str, Any]) -> str:
-    """The SDK's step name of a TrainJob pod: ``node-<index>`` for the ``node`` job, else the job's name."""
-    labels = (pod.get("metadata") or {}).get("labels") or {}
-    job = str(labels.get(REPLICATED_JOB_LABEL, ""))
-    return f"{job}-{labels.get(COMPLETION_INDEX_LABEL, '0')}" if job == c.NODE else job
-
-
-def step_filter(log_steps: str | Sequence[str]) -> Any:
-    """``"node-0"``, ``"all"``, ``"none"`` or a list of step names → a pod predicate (None: no logs)."""
-    if isinstance(log_steps, str):
-        if log_steps.lower() == "none":
-            return None
-        if log_steps.lower() == "all":
-            return lambda pod: True
-        log_steps = [log_steps]
-    wanted = set(log_steps)
-    return lambda pod: step_of(pod) in wanted
 
 
 class TrainJobOperator(TrainingJobOperator):
@@ -96,9 +74,6 @@ class TrainJobOperator(TrainingJobOperator):
         if not report.ok:
             raise JobSpecError(report.title, report.errors)
         return report
-
-    def pod_filter(self, job: dict[str, Any]) -> Any:
-        return step_filter(self.log_replicas)
 
     def on_job_change(self, obj: dict[str, Any]) -> None:
         line = self._progress.changed(obj)
@@ -162,10 +137,8 @@ class TrainingJobAPIOperator(TrainJobOperator):
     def check_document(self, data: dict[str, Any]) -> Any:
         return super().check_document(data) if self._v2() else TrainingJobOperator.check_document(self, data)
 
-    def pod_filter(self, job: dict[str, Any]) -> Any:
-        if job.get("kind") == c.TRAINJOB:
-            return step_filter(self._log_choice or "node-0")
-        return replica_filter(self._log_choice or "master", job)
+    def log_choice(self, job: dict[str, Any]) -> LogChoice:
+        return self._log_choice or ("node-0" if job.get("kind") == c.TRAINJOB else "master")
 
     def failure(self, client: TrainingJobClient, job: dict[str, Any]) -> str:
         if job.get("kind") == c.TRAINJOB:

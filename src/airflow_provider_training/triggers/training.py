@@ -12,11 +12,18 @@ The module imports nothing heavy: the triggerer imports it on its event loop, so
 (:func:`lazy.load`) and a new triggerer's loop is never blocked by them.
 
 Events (exactly one): ``{"status": "finished" | "timeout" | "deleted" | "error", "kind", "name",
-"namespace", "uid", "job": <summary>, "message"}``.
+"namespace", "uid", "job": <summary>, "message"}``, on which the task resumes on a worker — or, for
+a trigger told to ``end_from_trigger``, when the job *succeeded*: Airflow's ``TaskSuccessEvent``,
+after the trigger did in the triggerer what the resumed task would have done (the selected
+replicas' logs into the task log, ``on_finish_action``, the summary as ``return_value``). The task
+is then successful without a worker: a worker resumes one task at a time per slot, so a hundred
+jobs finishing together would queue behind each other for a minute on a small deployment.
+Failures, timeouts and a deleted job still resume on a worker (the failure report, retries).
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
@@ -55,6 +62,10 @@ class TrainingJobTrigger(BaseTrigger):
         deadline: float | None = None,
         on_kill_action: str = "keep",
         not_before: float | None = None,
+        end_from_trigger: bool = False,
+        log_replicas: str | list[str] = "none",
+        on_finish_action: str = "keep",
+        push_summary: bool = True,
     ) -> None:
         super().__init__()
         if ref is not None:
@@ -71,6 +82,10 @@ class TrainingJobTrigger(BaseTrigger):
         self.deadline = deadline
         self.on_kill_action = on_kill_action
         self.not_before = settle.not_before(not_before)
+        self.end_from_trigger = end_from_trigger
+        self.log_replicas = log_replicas if isinstance(log_replicas, str) else list(log_replicas)
+        self.on_finish_action = on_finish_action
+        self.push_summary = push_summary
         self._fired = False
 
     @property
@@ -97,6 +112,10 @@ class TrainingJobTrigger(BaseTrigger):
                 "deadline": self.deadline,
                 "on_kill_action": self.on_kill_action,
                 "not_before": self.not_before,
+                "end_from_trigger": self.end_from_trigger,
+                "log_replicas": self.log_replicas,
+                "on_finish_action": self.on_finish_action,
+                "push_summary": self.push_summary,
             },
         )
 
@@ -120,7 +139,7 @@ class TrainingJobTrigger(BaseTrigger):
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         await lazy.load()
-        from airflow_provider_training.client import JobDeleted, WaitTimeout
+        from airflow_provider_training.client import JobDeleted, WaitTimeout, job_state
         from airflow_provider_training.client.progress import ProgressReports
 
         ref = self.ref
@@ -152,8 +171,49 @@ class TrainingJobTrigger(BaseTrigger):
             event = self._event("error", f"{type(exc).__name__}: {exc}")
         else:
             event = self._event("finished", "", job)
+            if self.end_from_trigger and job_state(job).succeeded:
+                event = await self._end(job, event)
         await settle.settle(self.not_before)
         yield event
+
+    async def _end(self, job: dict[str, Any], resume: TriggerEvent) -> TriggerEvent:
+        """What the resumed task would do for a job that succeeded, here; then end the task. Anything
+        that goes wrong on the way resumes the task on a worker instead (``resume``), which does it all
+        again and fails with the reason if it must."""
+        from airflow.triggers.base import TaskSuccessEvent
+
+        from airflow_provider_training.client import job_state, summary
+        from airflow_provider_training.client.logselect import RESUME_LOG_LINES, default_container, log_filter
+        from airflow_provider_training.specs.actions import OnFinishAction
+
+        ref = self.ref
+        try:
+            async with self.hook().get_client() as client:
+                select = log_filter(self.log_replicas, job)
+                if select is not None:
+                    logs = await client.replica_logs(
+                        ref.kind,
+                        ref.name,
+                        ref.namespace,
+                        uid=ref.uid,
+                        select=select,
+                        container=default_container(ref.kind),
+                        tail_lines=RESUME_LOG_LINES,
+                    )
+                    for pod, text in logs:
+                        for count, line in enumerate(text.splitlines(), 1):
+                            self.log.info("[%s] %s", pod, line)
+                            if count % 200 == 0:  # a long log must not hold the loop the other triggers share
+                                await asyncio.sleep(0)
+                self.log.info("%s succeeded: %s", ref, job_state(job).message)
+                if self.on_finish_action in (OnFinishAction.DELETE, OnFinishAction.DELETE_SUCCEEDED):
+                    await client.delete(ref.kind, ref.name, ref.namespace, uid=ref.uid, propagation="Background")
+        except Exception as exc:  # the worker finishes instead (and reports what it cannot do)
+            self.log.warning(
+                "%s: could not finish in the triggerer (%s: %s); resuming on a worker", ref, type(exc).__name__, exc
+            )
+            return resume
+        return TaskSuccessEvent(xcoms={"return_value": summary(job)} if self.push_summary else None)
 
     async def on_kill(self) -> None:
         """A user killed the deferred task (mark failed/success, clear): apply ``on_kill_action``.

@@ -5,7 +5,9 @@ so that each task imports only its own operator.)
 - ``scale_deferred_training``: ``TrainingJobOperator`` (deferrable) of a PyTorchJob whose
   ``runPolicy.managedBy`` names another controller, so the embedded job controller leaves it alone
   and the benchmark plays the Training Operator (``tests/fixtures/job_driver.py``): no replica
-  process runs, the jobs are API objects that start, idle and finish when the benchmark says.
+  process runs, the jobs are API objects that start, idle and finish when the benchmark says. A
+  job that succeeded ends its task in the triggerer (``end_from_trigger``);
+- ``scale_deferred_training_resume``: the same, each task resumed on a worker (the baseline).
 """
 
 from __future__ import annotations
@@ -43,15 +45,21 @@ def jobs(**context: Any) -> list[dict[str, Any]]:
     return [driven_job(f"scale-s{params['stage']}-{i}") for i in range(int(params["n"]))]
 
 
-with DAG(
-    dag_id="scale_deferred_training",
-    schedule=None,
-    catchup=False,
-    params=PARAMS,
-    max_active_tasks=5000,
-    tags=["benchmark"],
-    doc_md=__doc__,
-):
-    TrainingJobOperator.partial(
-        task_id="train", namespace="{{ params.namespace }}", deferrable=True, max_active_tis_per_dag=5000
-    ).expand(job=jobs())
+for dag_id, end_from_trigger in (("scale_deferred_training", None), ("scale_deferred_training_resume", False)):
+    # the second: every task resumes on a worker when its job finished (the baseline of end_from_trigger)
+    with DAG(
+        dag_id=dag_id,
+        schedule=None,
+        catchup=False,
+        params=PARAMS,
+        max_active_tasks=5000,
+        tags=["benchmark"],
+        doc_md=__doc__,
+    ):
+        TrainingJobOperator.partial(
+            task_id="train",
+            namespace="{{ params.namespace }}",
+            deferrable=True,
+            end_from_trigger=end_from_trigger,
+            max_active_tis_per_dag=5000,
+        ).expand(job=jobs())
