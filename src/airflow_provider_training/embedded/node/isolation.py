@@ -40,7 +40,6 @@ import os
 import platform
 import stat
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -371,51 +370,6 @@ def prepare(root: str, directories: tuple[str, ...] = (), sandbox: Sandbox | Non
     for directory in directories:
         m.materialize(root, os.path.realpath(directory), True)
     return View(root, m)
-
-
-class Template:
-    """The part of a view every pod shares (``prepare``), built once in the calling process's own
-    mount namespace (the zygote's) and copied into each pod's supervisor by one ``unshare``: the
-    kernel copies the namespace's mounts, instead of each supervisor making some fifty mounts and
-    directories itself (about 4 ms of CPU per pod of a burst, more than half of a view's cost).
-    Copies are private: what a pod mounts into its copy stays in it. As the spares' views, it is
-    built again (``refresh``) once older than ``max_age``, so a view misses no host mount made much
-    earlier than its pod. Only as real root (it goes back to the host's namespace to rebuild);
-    elsewhere ``build`` returns False and each supervisor prepares its own view, as before."""
-
-    def __init__(self, root: str, directories: tuple[str, ...], sandbox: Sandbox, max_age: float) -> None:
-        self.root, self.directories, self.sandbox, self.max_age = root, directories, sandbox, max_age
-        self.view: View | None = None
-        self.born = 0.0
-        self._host = -1  # the host's mount namespace, to build the next template from
-
-    def build(self) -> bool:
-        """(Re)build the template from the host's current mounts; False where it cannot be had."""
-        if os.geteuid() != 0 or not sys.platform.startswith("linux"):
-            return False
-        try:
-            if self._host < 0:
-                self._host = os.open("/proc/self/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
-            elif self.view is not None:
-                _check(_libc().setns(self._host, _CLONE_NEWNS), "setns(CLONE_NEWNS)")
-            self.view = None
-            self.view = prepare(self.root, self.directories, self.sandbox)
-        except OSError:
-            self.view = None
-            return False
-        self.born = time.monotonic()
-        return True
-
-    def stale(self) -> bool:
-        return self.view is not None and time.monotonic() - self.born >= self.max_age
-
-    def copy(self) -> View | None:
-        """In a child of the template's process: a mount namespace of its own holding a copy of the
-        template (None when there is no template: the caller prepares a view itself)."""
-        if self.view is None:
-            return None
-        _check(_libc().unshare(_CLONE_NEWNS), "unshare(CLONE_NEWNS)")
-        return View(self.view.root, self.view._m)  # (the mounter's bookkeeping: this process's copy)
 
 
 def enter(

@@ -14,13 +14,6 @@ died), or, should the pipe's write end have leaked into a process that outlives 
 finds its parent gone (checked every ``PARENT_CHECK`` seconds); it ignores SIGCHLD so the kernel
 reaps the supervisors it forked. Standard library only.
 
-The template (``--view-root``, as real root): the zygote builds the part of a pod view every pod
-shares (``isolation.Template``: its mount namespace, the bind mounts of ``/``, the ``--premount``
-mount points, the sandbox's masks) once, in its own mount namespace, and each child copies it with
-one ``unshare`` (the kernel copies the mounts) instead of making them itself: a pod's view then
-costs about half as much, also in a burst that has used up the spares. It is built again from the
-host's mounts once older than ``MAX_AGE`` (when no pod is being started), as the spares are.
-
 Spares (``--spares N``): the zygote keeps up to N children forked ahead, each waiting on a pipe
 for its pod directory. With ``--view-root`` a spare also holds the part of a pod view every pod
 shares already (its copy of the template, or, where there is none, built by itself with
@@ -49,21 +42,9 @@ MAX_AGE = 60.0
 PARENT_CHECK = 1.0
 
 
-def _child(pod_dir: str, template: isolation.Template | None = None) -> None:
+def _child(pod_dir: str, view: isolation.View | None = None, note: str = "") -> None:
     _session()
-    view, note = _view_from(template)
     _become(pod_dir, view, note)
-
-
-def _view_from(template: isolation.Template | None) -> tuple[isolation.View | None, str]:
-    """A copy of the zygote's template view (or none: the supervisor builds its own), and a note
-    for the supervisor's log should the copy fail."""
-    if template is None:
-        return None, ""
-    try:
-        return template.copy(), ""
-    except OSError as exc:
-        return None, f"could not copy the node's template view ({exc}); the pod builds its own"
 
 
 def _become(pod_dir: str, view: isolation.View | None, note: str) -> None:
@@ -120,21 +101,15 @@ def _close_inherited(keep: int = -1) -> None:
                 continue
 
 
-def _spare(
-    pipe: int,
-    view_root: str | None,
-    premount: tuple[str, ...],
-    sandbox: isolation.Sandbox,
-    template: isolation.Template | None = None,
-) -> None:
-    """A child forked ahead: copy (or build) the shared part of a view, then wait for a pod directory."""
+def _spare(pipe: int, view_root: str | None, premount: tuple[str, ...], sandbox: isolation.Sandbox) -> None:
+    """A child forked ahead: build the shared part of a view, then wait for a pod directory."""
     _session(keep=pipe)
     null = os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, 1)
     os.dup2(null, 2)
     os.close(null)
-    view, note = _view_from(template)
-    if view is None and view_root:
+    view, note = None, ""
+    if view_root:
         try:
             view = isolation.prepare(view_root, premount, sandbox)
         except OSError as exc:  # the supervisor builds its view itself, as without a spare
@@ -158,15 +133,9 @@ class Spare:
 
 class Spares:
     def __init__(
-        self,
-        count: int,
-        view_root: str | None,
-        premount: tuple[str, ...],
-        sandbox: isolation.Sandbox,
-        template: isolation.Template | None = None,
+        self, count: int, view_root: str | None, premount: tuple[str, ...], sandbox: isolation.Sandbox
     ) -> None:
         self.count, self.view_root, self.premount, self.sandbox = count, view_root, premount, sandbox
-        self.template = template
         self.ready: list[Spare] = []
         self.last_request = 0.0
 
@@ -190,20 +159,15 @@ class Spares:
         waits = [spare.born + MAX_AGE - now for spare in self.ready]
         if len(self.ready) < self.count:
             waits.append(self.last_request + REFILL_DELAY - now)
-        if self.template is not None and self.template.view is not None:  # rebuilt once stale, when idle
-            waits.append(max(self.template.born + MAX_AGE, self.last_request + REFILL_DELAY) - now)
         return max(0.0, min(waits)) if waits else None
 
     def tend(self) -> None:
         """Retire old spares and fork one more when due (one per call: the loop comes back)."""
         now = time.monotonic()
-        idle = now - self.last_request >= REFILL_DELAY
-        if idle and self.template is not None and self.template.stale():
-            # a new template from the host's mounts of now; the spares hold copies of the old one
-            self.template.build()
-            self.retire(self.ready)
-        self.retire([s for s in self.ready if now - s.born >= MAX_AGE])
-        if len(self.ready) >= self.count or not idle:
+        for spare in [s for s in self.ready if now - s.born >= MAX_AGE]:
+            self.ready.remove(spare)
+            os.close(spare.pipe)  # it sees the end of its pipe and exits
+        if len(self.ready) >= self.count or now - self.last_request < REFILL_DELAY:
             return
         read, write = os.pipe()
         try:
@@ -216,24 +180,19 @@ class Spares:
             return
         if pid == 0:
             os.close(write)
-            _spare(read, self.view_root, self.premount, self.sandbox, self.template)
+            _spare(read, self.view_root, self.premount, self.sandbox)
         os.close(read)
         self.ready.append(Spare(pid, write, now))
 
-    def retire(self, spares: list[Spare]) -> None:
-        for spare in list(spares):
-            self.ready.remove(spare)
-            os.close(spare.pipe)  # it sees the end of its pipe and exits
 
-
-def _fork(pod_dir: str, template: isolation.Template | None) -> None:
+def _fork(pod_dir: str) -> None:
     try:
         pid = os.fork()
     except OSError as exc:
         print(f"cannot fork a supervisor for {pod_dir}: {exc}", file=sys.stderr, flush=True)
         return
     if pid == 0:
-        _child(pod_dir, template)
+        _child(pod_dir)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -246,12 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     options = parser.parse_args(argv or [])
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
     sandbox = isolation.Sandbox(tuple(options.hide), tuple(options.expose))
-    template = None
-    if options.view_root:
-        template = isolation.Template(options.view_root, tuple(options.premount), sandbox, MAX_AGE)
-        if not template.build():
-            template = None  # (not root: each spare or supervisor builds its view, as before)
-    spares = Spares(options.spares, options.view_root, tuple(options.premount), sandbox, template)
+    spares = Spares(options.spares, options.view_root, tuple(options.premount), sandbox)
     spares.last_request = time.monotonic() - REFILL_DELAY  # the first spares at once
     parent = os.getppid()
     pending = b""
@@ -271,4 +225,4 @@ def main(argv: list[str] | None = None) -> int:
         for line in lines:
             pod_dir = line.decode().strip()
             if pod_dir and not spares.take(pod_dir):
-                _fork(pod_dir, template)
+                _fork(pod_dir)
