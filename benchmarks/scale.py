@@ -1,8 +1,9 @@
 """Scale, measured against Kubernetes' own SLOs and against cncf.kubernetes (issue 29), on the
 embedded control plane of this machine. Each figure is printed beside its anchor from the same run.
 
-    PYTHONPATH=src:. python benchmarks/scale.py [--quick] [--only deferred,burst,store,cockpit]
+    PYTHONPATH=src:. python benchmarks/scale.py [--quick] [--only deferred,burst,podstartup,store,cockpit]
                                                [--n 100,500,1000] [--kpo-n 100,500] [--jobs 1000]
+                                               [--rates 5,10,20,40,80] [--rate-seconds 30]
                                                [--objects 50000] [--replicas 64] [--json OUT]
 
 Sections (``--only`` picks some, comma-separated):
@@ -16,13 +17,16 @@ Sections (``--only`` picks some, comma-separated):
   create → all Succeeded, jobs/s beside the machine's raw spawn rate, pod startup p50/p99 against
   the 5 s SLO, daemon RSS, 5xx, leaked processes; while it runs, 8 clients churn 20 objects/s and
   their API latency p99 per call class is measured against the 1 s SLO (goal 100 ms).
+- ``podstartup`` (``_scale_podstartup.py``): the pod startup SLO as upstream measures it: the node
+  saturated with 30 long-running pods, then single-pod workloads created at steady rates
+  (``--rates``, ``--rate-seconds`` each): startup p50/p99 per rate, the highest rate with p99 ≤ 5 s.
 - ``store`` (``_scale_store.py``): a store of ``--objects`` objects (jobs, pods, Events): daemon
   start time, list p99 with and without a label selector and paginated, store size on disk.
 - ``cockpit``: ``benchmarks/cockpit.py`` with a ``--replicas``-replica job (first paint, log-line
   latency); needs Debian's chromium. Not part of ``--quick`` (it starts a deployment of its own).
 
-``--quick`` (about 3 minutes): N = 10 deferred tasks of each way, a burst of 30 jobs, a store of
-2,000 objects. Every daemon and every pod supervisor it starts is stopped in a ``finally``; the run
+``--quick`` (about 3-4 minutes): N = 10 deferred tasks of each way, a burst of 30 jobs, pod startup
+at 2 and 10 pods/s for 8 s each, a store of 2,000 objects. Every daemon and every pod supervisor it starts is stopped in a ``finally``; the run
 ends by counting the node processes left on the machine.
 """
 
@@ -43,8 +47,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # benchmarks._scale_*, tests.fixtures
 
-SECTIONS = ("deferred", "burst", "store", "cockpit")
-QUICK = {"n": [10], "kpo_n": [10], "jobs": 30, "objects": 2000, "idle": 5.0}
+SECTIONS = ("deferred", "burst", "podstartup", "store", "cockpit")
+QUICK = {"n": [10], "kpo_n": [10], "jobs": 30, "objects": 2000, "idle": 5.0, "rates": [2.0, 10.0], "rate_seconds": 8.0}
 
 
 def node_processes_on_machine() -> int:
@@ -155,12 +159,15 @@ def main() -> None:
     parser.add_argument("--finish", type=float, default=0.1, help="fraction of N whose jobs finish at once")
     parser.add_argument("--idle", type=float, default=30.0, help="seconds of the idle window")
     parser.add_argument("--jobs", type=int, default=1000, help="two-replica jobs in the burst")
+    parser.add_argument("--rates", default="5,10,20,40,80", help="pods/s of the podstartup section's steps")
+    parser.add_argument("--rate-seconds", type=float, default=30.0, help="seconds of each podstartup step")
     parser.add_argument("--objects", type=int, default=50_000, help="objects in the store section")
     parser.add_argument("--replicas", type=int, default=64, help="replicas of the cockpit's job")
     parser.add_argument("--json", type=Path, help="write the figures here too")
     args = parser.parse_args()
     args.n = [int(x) for x in args.n.split(",") if x]
     args.kpo_n = [int(x) for x in args.kpo_n.split(",") if x]
+    args.rates = [float(x) for x in args.rates.split(",") if x]
     args.resume_n = [int(x) for x in args.resume_n.split(",") if x]
     if args.quick:
         for key, value in QUICK.items():
@@ -183,6 +190,10 @@ def main() -> None:
                 from benchmarks._scale_burst import run_burst
 
                 results["burst"] = run_burst(args.jobs, churn=True)
+            elif section == "podstartup":
+                from benchmarks._scale_podstartup import run_podstartup
+
+                results["podstartup"] = run_podstartup(args.rates, args.rate_seconds)
             elif section == "store":
                 from benchmarks._scale_store import run_store
 
