@@ -30,6 +30,7 @@ from typing import Any
 
 import httpx
 from benchmarks._apiserver_common import cleanup, node_processes
+from tests.paging import listed
 
 NAMESPACE = "burst"
 JOBS = f"/apis/kubeflow.org/v1/namespaces/{NAMESPACE}/pytorchjobs"
@@ -208,15 +209,11 @@ class Churn:
 
 
 def _succeeded(http: httpx.Client) -> int:
-    done, token = 0, ""
-    while True:
-        page = http.get(JOBS, params={"limit": 500, **({"continue": token} if token else {})}).json()
-        for item in page["items"]:
-            conditions = (item.get("status") or {}).get("conditions") or []
-            done += any(c["type"] == "Succeeded" and c["status"] == "True" for c in conditions)
-        token = page["metadata"].get("continue") or ""
-        if not token:
-            return done
+    def done(item: dict[str, Any]) -> bool:
+        conditions = (item.get("status") or {}).get("conditions") or []
+        return any(c["type"] == "Succeeded" and c["status"] == "True" for c in conditions)
+
+    return sum(done(item) for item in listed(http, JOBS))
 
 
 def run_burst(n: int, churn: bool = True) -> dict[str, Any]:
