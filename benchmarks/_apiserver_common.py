@@ -82,15 +82,20 @@ def pods_run(home: str | os.PathLike[str]) -> int:
     return sum(1 for _ in pods.iterdir()) if pods.is_dir() else 0
 
 
+def stop_all(home: str | os.PathLike[str]) -> list[int]:
+    """``embedded stop --all`` for ``home``; the node processes still there 10 s later (a leak)."""
+    stop(home, replicas=True)
+    deadline = time.monotonic() + 10  # the zygote and its spares end once the daemon's pipe closes
+    while (left := node_processes(home)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left
+
+
 def cleanup(home: str | os.PathLike[str]) -> None:
     """Stop the daemon of ``home`` and every pod supervisor it started (``embedded stop --all``),
     then remove the directory. Raises if a supervisor outlived the stop."""
     try:
-        stop(home, replicas=True)
-        deadline = time.monotonic() + 10  # the zygote and its spares end once the daemon's pipe closes
-        while (left := node_processes(home)) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        if left:
+        if left := stop_all(home):
             for pid in left:  # this run's own processes (its directory is in their command line)
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from benchmarks._apiserver_common import cleanup, node_processes
+from benchmarks._apiserver_common import cleanup, node_processes, stop_all
 from tests.paging import listed
 
 NAMESPACE = "burst"
@@ -221,7 +221,7 @@ def run_burst(n: int, churn: bool = True) -> dict[str, Any]:
     from benchmarks._scale_deferred import server_errors
     from tests.fixtures.control_plane import FAST_SETTINGS
 
-    from airflow_provider_training.embedded import start, stop
+    from airflow_provider_training.embedded import start
 
     spawns = spawn_rate()
     home = Path(tempfile.mkdtemp(prefix="scale-burst-"))  # cleanup() removes it
@@ -323,11 +323,7 @@ def run_burst(n: int, churn: bool = True) -> dict[str, Any]:
             churner.stop()
         if watch is not None:
             watch.stop()
-        stop(home, replicas=True)
-        deadline = time.monotonic() + 10
-        while (left := node_processes(home)) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        result["leaked_processes"] = len(left)
+        result["leaked_processes"] = len(stop_all(home))
         cleanup(home)  # kills (and reports) any left, removes the directory
     print_burst(result)
     return result

@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from benchmarks._apiserver_common import cleanup, node_processes
+from benchmarks._apiserver_common import cleanup, stop_all
 from benchmarks._scale_burst import PodWatch, _http, percentile
 
 NAMESPACE = "podstartup"
@@ -55,7 +55,7 @@ def run_podstartup(rates: list[float], seconds: float) -> dict[str, Any]:
     from benchmarks._scale_deferred import server_errors
     from tests.fixtures.control_plane import FAST_SETTINGS
 
-    from airflow_provider_training.embedded import start, stop
+    from airflow_provider_training.embedded import start
 
     home = Path(tempfile.mkdtemp(prefix="scale-podstartup-"))  # cleanup() removes it
     plane = start(home, env=FAST_SETTINGS)
@@ -81,11 +81,7 @@ def run_podstartup(rates: list[float], seconds: float) -> dict[str, Any]:
     finally:
         if watch is not None:
             watch.stop()
-        stop(home, replicas=True)
-        deadline = time.monotonic() + 10
-        while (left := node_processes(home)) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        result["leaked_processes"] = len(left)
+        result["leaked_processes"] = len(stop_all(home))
         cleanup(home)
     ok = [r["rate"] for r in result["rates"] if r["p99"] <= SLO and r["measured"] == r["created"]]
     result["max_rate_within_slo"] = max(ok) if ok else 0.0

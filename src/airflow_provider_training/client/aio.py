@@ -14,6 +14,7 @@ from kubernetes_asyncio import client as ak
 from airflow_provider_training.client import operations as op
 from airflow_provider_training.client.errors import BadRequest, NotFound, api_error, translate
 from airflow_provider_training.client.following import Follower, follow
+from airflow_provider_training.client.logselect import RESUME_LOG_LINES
 from airflow_provider_training.client.state import finished
 from airflow_provider_training.client.steps import Call, Driver, Run, Sleep, Steps, T, decode
 from airflow_provider_training.client.waiting import Predicate, Waiter, wait
@@ -176,13 +177,10 @@ class AsyncTrainingJobClient(Driver):
         *,
         uid: str | None = None,
         select: Callable[[dict[str, Any]], bool],
-        container: str | None = None,
-        tail_lines: int | None = None,
+        tail_lines: int | None = RESUME_LOG_LINES,
     ) -> op.Logs:
         """``(pod, last lines)`` of the job's pods ``select`` accepts (a note where a log is not available)."""
-        return await self._drive(
-            op.replica_logs(kind, name, namespace, uid, select, container, tail_lines, self._timeout)
-        )
+        return await self._drive(op.replica_logs(kind, name, namespace, uid, select, tail_lines, self._timeout))
 
     async def events(self, kind: str, name: str, namespace: str, *, uid: str | None = None) -> Objects:
         return await self._drive(op.events(kind, name, namespace, uid, self._timeout))

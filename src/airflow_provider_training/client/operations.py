@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from airflow_provider_training.client.errors import ApiError, Conflict, JobDeleted, JobNotFound, NotFound
+from airflow_provider_training.client.logselect import default_container
 from airflow_provider_training.client.resources import Resource, resource_for
 from airflow_provider_training.client.selection import pod_selector, sorted_events
 from airflow_provider_training.client.state import main_container, replica_of_job
@@ -229,13 +230,13 @@ def replica_logs(
     namespace: str,
     uid: str | None,
     select: Callable[[dict[str, Any]], bool],
-    container: str | None,
     tail_lines: int | None,
     timeout: Timeout,
 ) -> Steps[Logs]:
     """``(pod, text)`` of the job's pods that ``select`` accepts, each the last ``tail_lines`` of its
-    main container (``container``: the kind's default); a log the server cannot give is a note in
-    its place, not an error — what a finished task prints of its replicas."""
+    main container (the kind's: ``pytorch`` …); a log the server cannot give is a note in its place,
+    not an error — what a finished task prints of its replicas."""
+    container = default_container(kind)
     logs: Logs = []
     for pod in (yield from pods(kind, name, namespace, uid, None, None, timeout)):
         if not select(pod):

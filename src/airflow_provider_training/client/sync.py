@@ -22,6 +22,7 @@ from kubernetes.watch.watch import iter_resp_lines
 from airflow_provider_training.client import operations as op
 from airflow_provider_training.client.errors import translate
 from airflow_provider_training.client.following import Follower, follow
+from airflow_provider_training.client.logselect import RESUME_LOG_LINES
 from airflow_provider_training.client.state import finished
 from airflow_provider_training.client.steps import Call, Driver, Run, Sleep, Steps, T, decode
 from airflow_provider_training.client.waiting import Predicate, Waiter, wait
@@ -224,11 +225,10 @@ class TrainingJobClient(Driver):
         *,
         uid: str | None = None,
         select: Callable[[dict[str, Any]], bool],
-        container: str | None = None,
-        tail_lines: int | None = None,
+        tail_lines: int | None = RESUME_LOG_LINES,
     ) -> op.Logs:
         """``(pod, last lines)`` of the job's pods ``select`` accepts (a note where a log is not available)."""
-        return self._drive(op.replica_logs(kind, name, namespace, uid, select, container, tail_lines, self._timeout))
+        return self._drive(op.replica_logs(kind, name, namespace, uid, select, tail_lines, self._timeout))
 
     def events(self, kind: str, name: str, namespace: str, *, uid: str | None = None) -> Objects:
         """Events of the job and of its pods, oldest first."""

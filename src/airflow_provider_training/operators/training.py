@@ -37,7 +37,6 @@ from airflow_provider_training.client import (
 )
 from airflow_provider_training.client.errors import ApiError
 from airflow_provider_training.client.logselect import (
-    RESUME_LOG_LINES,
     LogChoice,
     PodFilter,
     default_container,
@@ -498,15 +497,7 @@ class TrainingJobOperator(TrainingLineageMixin, BaseOperator):  # lineage: opera
         select = self.pod_filter(job) if job else None
         if select is None:
             return
-        logs = client.replica_logs(
-            ref.kind,
-            ref.name,
-            ref.namespace,
-            uid=ref.uid,
-            select=select,
-            container=default_container(ref.kind),
-            tail_lines=RESUME_LOG_LINES,
-        )
+        logs = client.replica_logs(ref.kind, ref.name, ref.namespace, uid=ref.uid, select=select)
         for pod, text in logs:
             for line in text.splitlines():
                 self._log_line(f"[{pod}] {line}")

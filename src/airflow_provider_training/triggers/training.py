@@ -183,7 +183,7 @@ class TrainingJobTrigger(BaseTrigger):
         from airflow.triggers.base import TaskSuccessEvent
 
         from airflow_provider_training.client import job_state, summary
-        from airflow_provider_training.client.logselect import RESUME_LOG_LINES, default_container, log_filter
+        from airflow_provider_training.client.logselect import log_filter
         from airflow_provider_training.specs.actions import OnFinishAction
 
         ref = self.ref
@@ -191,15 +191,7 @@ class TrainingJobTrigger(BaseTrigger):
             async with self.hook().get_client() as client:
                 select = log_filter(self.log_replicas, job)
                 if select is not None:
-                    logs = await client.replica_logs(
-                        ref.kind,
-                        ref.name,
-                        ref.namespace,
-                        uid=ref.uid,
-                        select=select,
-                        container=default_container(ref.kind),
-                        tail_lines=RESUME_LOG_LINES,
-                    )
+                    logs = await client.replica_logs(ref.kind, ref.name, ref.namespace, uid=ref.uid, select=select)
                     for pod, text in logs:
                         for count, line in enumerate(text.splitlines(), 1):
                             self.log.info("[%s] %s", pod, line)
