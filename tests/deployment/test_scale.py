@@ -1,54 +1,65 @@
-"""``benchmarks/scale.py`` at small N, so it cannot rot, asserting what can be asserted without
-timing (its timing goals stay in the benchmark's printout):
+"""``benchmarks/scale.py --quick`` itself, run as a user runs it, so it cannot rot — its entry point,
+every section's code and its JSON — asserting what can be asserted without timing (its timing
+goals stay in the benchmark's printout):
 
-- deferred training tasks in the deployment's one triggerer hold at most 4 watch connections to the
-  API server for their namespace (counted on the server: ``/metrics``), every one of them deferred
-  and every finished one succeeded, no 5xx;
-- a burst of two-replica jobs of ``true`` on a private daemon, 8 clients churning beside it: every
-  job ``Succeeded``, every pod seen to start, no 5xx to anyone, no node process left after
+- deferred: 10 training tasks in a real triggerer hold at most 4 watch connections to the API server
+  for their namespace (counted on the server: ``/metrics``), make no request at idle, and the one
+  whose job finished succeeded; 10 KubernetesPodOperator tasks, the anchor, poll; no 5xx;
+- burst: two-replica jobs of ``true`` on a private daemon, 8 clients churning beside it: every job
+  ``Succeeded``, every pod seen to start, no 5xx to anyone, no node process left after
   ``embedded stop --all``;
-- pod startup as upstream measures it: 30 long-running pods on the node, single-pod workloads
-  created at a steady rate beside them: every pod seen to start, the 30 still running, no 5xx, no
-  node process left.
+- pod startup at steady rates beside 30 running pods: every pod started, the 30 still running;
+- store: the daemon serves a seeded store and every list of the section was answered;
+- and nothing of the node left on the machine.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
-from benchmarks._scale_burst import run_burst
-from benchmarks._scale_deferred import deferred
-from benchmarks._scale_podstartup import SATURATING, run_podstartup
+
+from tests.paths import ROOT
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
-N_DEFERRED = 10  # > 4: a watch per task would fail the count
-N_JOBS = 12
 
+def test_the_quick_scale_benchmark_runs_and_holds_what_needs_no_clock(tmp_path: Path) -> None:
+    out = tmp_path / "scale.json"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "scale.py"), "--quick", "--json", str(out)],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}"},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=840,
+        check=False,
+    )
+    assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-3000:])
+    results = json.loads(out.read_text())
 
-def test_deferred_training_tasks_in_a_real_triggerer_share_their_watch(
-    airflow_deployment: Any, control_plane: Any
-) -> None:
-    [result] = deferred(airflow_deployment, control_plane, "training", [N_DEFERRED], idle=3.0, say=lambda _: None)
-    assert result["watch_resources"].get("pytorchjobs", 0) >= 1 and result["watches"] <= 4, result
-    assert result["succeeded"] == result["finishing"] == N_DEFERRED // 10, result
-    assert result["errors_5xx"] == 0, result
+    training, kpo = results["deferred"]
+    assert training["way"] == "training" and kpo["way"] == "kpo"
+    assert training["watch_resources"].get("pytorchjobs", 0) >= 1 and training["watches"] <= 4, training
+    assert training["idle_rps"] < 1.0, training
+    assert training["succeeded"] == training["finishing"] == 1, training
+    assert kpo["idle_rps"] > 0 and kpo["succeeded"] == kpo["finishing"] == 1, kpo  # it polls
+    assert training["errors_5xx"] == kpo["errors_5xx"] == 0
 
+    burst = results["burst"]
+    assert burst["succeeded"] == burst["jobs"] and burst["pods_seen"] == 2 * burst["jobs"], burst
+    assert burst["errors_5xx"] == 0 and not burst["churn_5xx"] and set(burst["create_codes"]) == {"201"}, burst
+    assert len(burst["churn"]) >= 5 and burst["leaked_processes"] == 0, burst
 
-def test_a_burst_of_jobs_all_succeed_with_no_5xx_and_no_process_left() -> None:
-    result = run_burst(N_JOBS, churn=True)
-    assert result["succeeded"] == N_JOBS, result
-    assert result["pods_seen"] == 2 * N_JOBS and len(result["churn"]) >= 5, result
-    assert result["errors_5xx"] == 0 and not result["churn_5xx"], result
-    assert set(result["create_codes"]) == {201}, result
-    assert result["leaked_processes"] == 0, result
+    steady = results["podstartup"]
+    assert [r["measured"] for r in steady["rates"]] == [r["created"] for r in steady["rates"]], steady
+    assert steady["running_at_end"] == 30 and steady["errors_5xx"] == 0 and steady["leaked_processes"] == 0, steady
 
-
-def test_pods_created_at_a_steady_rate_beside_30_running_ones_all_start() -> None:
-    result = run_podstartup([5.0], seconds=4.0)
-    [step] = result["rates"]
-    assert step["created"] == 20 and step["measured"] == step["created"], result
-    assert result["running_at_end"] == SATURATING, result
-    assert result["errors_5xx"] == 0, result
-    assert result["leaked_processes"] == 0, result
+    store = results["store"]
+    assert store["counts"]["pods"] > 0 and len(store["lists"]) >= 5, store
+    assert results["node_processes_left"] == 0
