@@ -4,7 +4,7 @@ ends a task from the triggerer prints the same replicas' logs the resumed task w
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from airflow_provider_training.client.state import is_master_role, replica_of
@@ -80,3 +80,10 @@ def log_filter(choice: LogChoice, job: dict[str, Any]) -> PodFilter | None:
 def default_container(kind: str) -> str | None:
     """The container whose log is the replica's (``pytorch``, ``tensorflow`` …; None: the pod's first)."""
     return KINDS[kind].default_container if kind in KINDS else None
+
+
+def prefixed(logs: Sequence[tuple[str, str]]) -> Iterator[str]:
+    """``(pod, text)`` pairs (``replica_logs``) as the task log shows them: ``[pod] line``."""
+    for pod, text in logs:
+        for line in text.splitlines():
+            yield f"[{pod}] {line}"

@@ -143,14 +143,14 @@ class PackagingJobRunner:
         state = job_state(obj)
         if not state.succeeded:
             tail = self._log(self.log_tail_lines)
-            if self.on_finish_action == OnFinishAction.DELETE:
+            if OnFinishAction(self.on_finish_action).deletes(succeeded=False):
                 self.cleanup()
             raise AirflowException(
                 f"packaging Job {self.job.namespace}/{self.job.name} failed: {state.reason}: {state.message}"
                 f"{self._tail_text(tail)}"
             )
         _, text = self._log(None)
-        if self.on_finish_action in (OnFinishAction.DELETE, OnFinishAction.DELETE_SUCCEEDED):
+        if OnFinishAction(self.on_finish_action).deletes(succeeded=True):
             self.cleanup()
         try:
             return packagejob.parse_log(text)

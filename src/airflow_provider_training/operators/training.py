@@ -41,6 +41,7 @@ from airflow_provider_training.client.logselect import (
     PodFilter,
     default_container,
     log_filter,
+    prefixed,
 )
 from airflow_provider_training.client.state import main_container
 from airflow_provider_training.hooks.training import DEFAULT, TrainingHook
@@ -403,7 +404,7 @@ class TrainingJobOperator(TrainingLineageMixin, BaseOperator):  # lineage: opera
                 deadline=None if timeout is None else time.time() + timeout,
                 on_kill_action=self.on_kill_action,
                 end_from_trigger=self._ends_in_triggerer(),
-                log_replicas=self._log_choice_value(job),
+                log_replicas=self.log_choice(job),
                 on_finish_action=str(self.on_finish_action),
                 push_summary=bool(self.do_xcom_push),
             ),
@@ -419,10 +420,6 @@ class TrainingJobOperator(TrainingLineageMixin, BaseOperator):  # lineage: opera
                 self.log.info("end_from_trigger: the task resumes on a worker, which emits its outlets' asset events")
             return False
         return bool(self.end_from_trigger) or not compat.task_listeners()
-
-    def _log_choice_value(self, job: dict[str, Any]) -> str | list[str]:
-        choice = self.log_choice(job)
-        return choice if isinstance(choice, str) else [str(item) for item in choice]
 
     def trigger_reentry(self, context: Any, event: dict[str, Any] | str) -> Any:
         """Resume after deferral: print the replicas' logs, then finish like the sync path."""
@@ -497,10 +494,8 @@ class TrainingJobOperator(TrainingLineageMixin, BaseOperator):  # lineage: opera
         select = self.pod_filter(job) if job else None
         if select is None:
             return
-        logs = client.replica_logs(ref.kind, ref.name, ref.namespace, uid=ref.uid, select=select)
-        for pod, text in logs:
-            for line in text.splitlines():
-                self._log_line(f"[{pod}] {line}")
+        for line in prefixed(client.replica_logs(ref.kind, ref.name, ref.namespace, uid=ref.uid, select=select)):
+            self._log_line(line)
 
     def _stuck_replicas(self, client: TrainingJobClient, ref: ObjectRef) -> str:
         """Why replicas never ran, for a timeout's message: each pod's container waiting with a
@@ -534,11 +529,11 @@ class TrainingJobOperator(TrainingLineageMixin, BaseOperator):  # lineage: opera
         result = summary(job)
         if state.succeeded:
             self.log.info("%s succeeded: %s", ref, state.message)
-            if self.on_finish_action in (OnFinishAction.DELETE, OnFinishAction.DELETE_SUCCEEDED):
+            if OnFinishAction(self.on_finish_action).deletes(succeeded=True):
                 client.delete(ref.kind, ref.name, ref.namespace, uid=ref.uid, propagation="Background")
             return result
         report = self.failure(client, job)
-        if self.on_finish_action == OnFinishAction.DELETE:
+        if OnFinishAction(self.on_finish_action).deletes(succeeded=False):
             client.delete(ref.kind, ref.name, ref.namespace, uid=ref.uid, propagation="Background")
         raise AirflowException(report)
 

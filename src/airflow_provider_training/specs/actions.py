@@ -14,6 +14,10 @@ class OnFinishAction(StrEnum):
     DELETE = "delete"
     DELETE_SUCCEEDED = "delete_succeeded"
 
+    def deletes(self, succeeded: bool) -> bool:
+        """Whether a job that finished this way (``succeeded`` or not) is deleted."""
+        return self is OnFinishAction.DELETE or (succeeded and self is OnFinishAction.DELETE_SUCCEEDED)
+
 
 class OnKillAction(StrEnum):
     """When the task is killed while its job runs."""

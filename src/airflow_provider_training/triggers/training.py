@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
@@ -63,7 +63,7 @@ class TrainingJobTrigger(BaseTrigger):
         on_kill_action: str = "keep",
         not_before: float | None = None,
         end_from_trigger: bool = False,
-        log_replicas: str | list[str] = "none",
+        log_replicas: str | Sequence[str] = "none",
         on_finish_action: str = "keep",
         push_summary: bool = True,
     ) -> None:
@@ -83,7 +83,8 @@ class TrainingJobTrigger(BaseTrigger):
         self.on_kill_action = on_kill_action
         self.not_before = settle.not_before(not_before)
         self.end_from_trigger = end_from_trigger
-        self.log_replicas = log_replicas if isinstance(log_replicas, str) else list(log_replicas)
+        # a list in the trigger's row (JSON), whatever sequence the operator was given
+        self.log_replicas = log_replicas if isinstance(log_replicas, str) else [str(item) for item in log_replicas]
         self.on_finish_action = on_finish_action
         self.push_summary = push_summary
         self._fired = False
@@ -183,7 +184,7 @@ class TrainingJobTrigger(BaseTrigger):
         from airflow.triggers.base import TaskSuccessEvent
 
         from airflow_provider_training.client import job_state, summary
-        from airflow_provider_training.client.logselect import log_filter
+        from airflow_provider_training.client.logselect import log_filter, prefixed
         from airflow_provider_training.specs.actions import OnFinishAction
 
         ref = self.ref
@@ -192,13 +193,12 @@ class TrainingJobTrigger(BaseTrigger):
                 select = log_filter(self.log_replicas, job)
                 if select is not None:
                     logs = await client.replica_logs(ref.kind, ref.name, ref.namespace, uid=ref.uid, select=select)
-                    for pod, text in logs:
-                        for count, line in enumerate(text.splitlines(), 1):
-                            self.log.info("[%s] %s", pod, line)
-                            if count % 200 == 0:  # a long log must not hold the loop the other triggers share
-                                await asyncio.sleep(0)
+                    for count, line in enumerate(prefixed(logs), 1):
+                        self.log.info("%s", line)
+                        if count % 200 == 0:  # a long log must not hold the loop the other triggers share
+                            await asyncio.sleep(0)
                 self.log.info("%s succeeded: %s", ref, job_state(job).message)
-                if self.on_finish_action in (OnFinishAction.DELETE, OnFinishAction.DELETE_SUCCEEDED):
+                if OnFinishAction(self.on_finish_action).deletes(succeeded=True):
                     await client.delete(ref.kind, ref.name, ref.namespace, uid=ref.uid, propagation="Background")
         except Exception as exc:  # the worker finishes instead (and reports what it cannot do)
             self.log.warning(
