@@ -25,6 +25,7 @@ from typing import Any
 
 from benchmarks._apiserver_common import cleanup, stop_all
 from benchmarks._scale_burst import PodWatch, _http, percentile
+from tests.waiting import wait_for
 
 NAMESPACE = "podstartup"
 PODS = f"/api/v1/namespaces/{NAMESPACE}/pods"
@@ -41,14 +42,6 @@ def pod(name: str, command: list[str], role: str) -> dict[str, Any]:
         "metadata": {"name": name, "labels": {"scale-benchmark": "podstartup", "role": role}},
         "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 1, "containers": [container]},
     }
-
-
-def _wait(what: str, check: Any, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"podstartup: {what} did not happen within {timeout:.0f} s")
-        time.sleep(0.2)
 
 
 def run_podstartup(rates: list[float], seconds: float) -> dict[str, Any]:
@@ -70,12 +63,14 @@ def run_podstartup(rates: list[float], seconds: float) -> dict[str, Any]:
             sleepers = [f"sleeper-{i}" for i in range(SATURATING)]
             for name in sleepers:
                 http.post(PODS, json=pod(name, ["sleep", "3600"], "sleeper")).raise_for_status()
-            _wait(f"{SATURATING} sleeping pods running", lambda: set(sleepers) <= set(watch.started), 120)
+            wait_for(
+                lambda: set(sleepers) <= set(watch.started), 120, f"{SATURATING} sleeping pods running", interval=0.2
+            )
             for rate in rates:
                 result["rates"].append(_step(plane, watch, rate, seconds))
                 # the step's pods are done: deleted (untimed), so each step starts from the same 30
                 http.delete(PODS, params={"labelSelector": "role=workload"})
-                _wait("the step's pods to go", lambda: _count(http, "role=workload") == 0, 60)
+                wait_for(lambda: _count(http, "role=workload") == 0, 60, "the step's pods to go", interval=0.2)
             result["errors_5xx"] = server_errors(plane) - errors0
             result["running_at_end"] = _count(http, "role=sleeper", "Running")
     finally:
