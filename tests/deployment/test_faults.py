@@ -52,7 +52,7 @@ def test_a_new_triggerer_takes_over_a_deferred_training_task_after_kill_9(faults
     d = faults
     release = tmp_path / "release"
     run_id = d.trigger("fault_triggerer", {"release": str(release)})
-    d.wait_deferred("fault_triggerer", run_id, "train")
+    d.wait_parked("fault_triggerer", run_id, "train")
     folder = d.task_logs / "dag_id=fault_triggerer" / f"run_id={run_id}" / "task_id=train"
 
     def trigger_logs() -> list[Path]:

@@ -19,7 +19,7 @@ def test_deployment_runs_a_deferrable_task_without_a_logical_date(airflow_deploy
     release = tmp_path / "release"
     run_id = d.trigger("fault_triggerer", {"release": str(release)})
     assert d.run("fault_triggerer", run_id)["logical_date"] is None
-    d.wait_deferred("fault_triggerer", run_id, "train")
+    d.wait_parked("fault_triggerer", run_id, "train")
     release.touch()
     run = d.wait_run("fault_triggerer", run_id, timeout=240)
     assert run["state"] == "success", d.failure_details("fault_triggerer", run_id)

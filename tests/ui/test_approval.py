@@ -20,7 +20,7 @@ DAG_ID = "train_package_deploy"
 
 def decide(cockpit: Any, run_id: str, option: str, screenshot: str | None = None) -> str:
     """Answer the run's approval from its Required Actions page; returns the request's text."""
-    cockpit.wait_task(DAG_ID, run_id, "approve", {"awaiting_input"}, timeout=600)
+    cockpit.wait_parked(DAG_ID, run_id, "approve", "awaiting_input", timeout=600)  # see wait_parked: the race
     digest = cockpit.xcom(DAG_ID, run_id, "package", "digest")
     with browser(cockpit) as context:
         page = context.new_page()
