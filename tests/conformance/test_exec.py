@@ -248,24 +248,26 @@ def test_a_background_child_does_not_hold_the_stream_open(kubectl: Kubectl, slee
 
 
 def test_a_command_whose_input_backs_up_goes_with_its_client(
-    kubectl_env: dict[str, str], test_namespace: str, sleeper: str
+    kubectl_env: dict[str, str], test_namespace: str, sleeper: str, tmp_path: Path
 ) -> None:
     marker = f"stalled-{uuid.uuid4().hex}"
-    client = subprocess.Popen(
-        [str(KUBECTL), "-n", test_namespace, "exec", "-i", "sleeper", "--", *_sleeping(marker)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=kubectl_env,
-    )
+    said = tmp_path / "kubectl.stderr"
+    with said.open("wb") as stderr:
+        client = subprocess.Popen(
+            [str(KUBECTL), "-v=6", "-n", test_namespace, "exec", "-i", "sleeper", "--", *_sleeping(marker)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            env=kubectl_env,
+        )
     assert client.stdin is not None
     feeder = threading.Thread(target=_feed, args=(client.stdin,), daemon=True)
     feeder.start()
     try:
-        deadline = time.monotonic() + 20
-        while not _running(marker) and time.monotonic() < deadline:
+        deadline = time.monotonic() + 60
+        while not _running(marker) and client.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert _running(marker), "the command never started"
+        assert _running(marker), f"the command never started (kubectl: {client.poll()}):\n{said.read_text()}"
         time.sleep(1)  # the input backs up: the command reads none of it
     finally:
         client.kill()

@@ -197,6 +197,7 @@ class _Session:
         self.ws, self.v5, self.tty, self.stdin, self.command = websocket, protocol.startswith("v5"), tty, stdin, command
         self.settings = settings
         self.process: asyncio.subprocess.Process | None = None
+        self.starttime: int | None = None  # the command's, for kill_tree once it is reaped
         self.master: int | None = None
         self.registered: Path | None = None
         self.killed = False
@@ -241,6 +242,8 @@ class _Session:
             await self.ws.close(code=1000)
             return
         assert self.process is not None
+        found = proctree.stat(self.process.pid)
+        self.starttime = found.starttime if found is not None else None
         if pod_dir is not None:
             self.registered = podexec.register(pod_dir, self.process.pid)
         receiver = asyncio.create_task(self._receive())
@@ -248,7 +251,8 @@ class _Session:
             code = await self.process.wait()
             # The stream ends with the command, as kubelet's does: children it left in the
             # background (holding its stdout and stderr) go with it, and what they wrote is sent.
-            await asyncio.to_thread(proctree.kill_tree, self.process.pid)
+            # The command is reaped: its pid may be another process's by now, hence the start time.
+            await asyncio.to_thread(proctree.kill_tree, self.process.pid, self.starttime)
             self.killed = True
             await asyncio.wait(pumps, timeout=self.settings.exec_drain_seconds)
         finally:
@@ -355,7 +359,7 @@ class _Session:
         """The stream ended: the command's tree goes too (as with kubelet), and its terminal."""
         if self.process is not None and not self.killed:
             self.killed = True
-            proctree.kill_tree(self.process.pid)
+            proctree.kill_tree(self.process.pid, self.starttime)
         podexec.unregister(self.registered)
         self.registered = None
         if self.master is not None:
