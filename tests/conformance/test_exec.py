@@ -248,9 +248,11 @@ def test_a_background_child_does_not_hold_the_stream_open(kubectl: Kubectl, slee
 
 
 def test_a_command_whose_input_backs_up_goes_with_its_client(
-    kubectl_env: dict[str, str], test_namespace: str, sleeper: str, tmp_path: Path
+    control_plane: Any, kubectl_env: dict[str, str], test_namespace: str, sleeper: str, tmp_path: Path
 ) -> None:
     marker = f"stalled-{uuid.uuid4().hex}"
+    daemon_log = control_plane.home / "daemon.log"
+    logged = daemon_log.stat().st_size
     said = tmp_path / "kubectl.stderr"
     with said.open("wb") as stderr:
         client = subprocess.Popen(
@@ -267,7 +269,14 @@ def test_a_command_whose_input_backs_up_goes_with_its_client(
         deadline = time.monotonic() + 60
         while not _running(marker) and client.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert _running(marker), f"the command never started (kubectl: {client.poll()}):\n{said.read_text()}"
+        if not _running(marker):
+            with daemon_log.open("rb") as log:
+                log.seek(logged)
+                server = log.read().decode(errors="replace")
+            pytest.fail(
+                f"the command never started; kubectl ({client.poll()}) said:\n{said.read_text()}\n"
+                f"the control plane logged meanwhile:\n{server}"
+            )
         time.sleep(1)  # the input backs up: the command reads none of it
     finally:
         client.kill()
