@@ -492,6 +492,12 @@ def build(
         env.update(inclusterconfig.service_env(ctx.home))
         env.update(kind_env)
         env.update(environment(ctx, pod, container))
+        if MPI_AGENT_ENV in env and MPI_TMPDIR_ENV not in env:
+            # A cluster's pods have a /tmp each; these share the node's. Open MPI names its session
+            # tree after mpirun's job family (16 bits of its pid), so two launchers can meet in one
+            # tree, one removing it while the other's orted fills it ("mkdir ... File exists"). A
+            # base of the launcher's own keeps them apart; mpirun passes it on to each orted.
+            env[MPI_TMPDIR_ENV] = f"/tmp/ompi-{meta['uid']}"
         requests, limits = resources(container)
         if not init and GPU in requests:
             n = int(parse_quantity(requests[GPU]))
@@ -631,6 +637,10 @@ def deliver_kubectl(directory: Path, node_dir: Path, namespace: str) -> None:
     target.chmod(0o755)
 
 
+MPI_AGENT_ENV = "OMPI_MCA_plm_rsh_agent"  # set on an MPI launcher only
+MPI_TMPDIR_ENV = "OMPI_MCA_orte_tmpdir_base"
+
+
 # the labels that name the job a pod belongs to (a JobSet's, a training job's), most specific last
 JOB_LABELS = ("jobset.sigs.k8s.io/jobset-name", JOB_NAME)
 
@@ -653,6 +663,6 @@ def launches_mpi(spec: dict[str, Any]) -> bool:
             continue
         if container.get("name") == mpi.KUBECTL_DELIVERY_NAME:
             return True
-        if any(isinstance(e, dict) and e.get("name") == "OMPI_MCA_plm_rsh_agent" for e in container.get("env") or []):
+        if any(isinstance(e, dict) and e.get("name") == MPI_AGENT_ENV for e in container.get("env") or []):
             return True
     return False
