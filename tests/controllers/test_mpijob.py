@@ -55,13 +55,14 @@ def test_mpirun_runs_an_allreduce_across_the_worker_pods(kube_api: Any, test_nam
         "MPIJobSucceeded",
         "MPIJob allreduce is successfully completed.",
     )
-    lines = sorted(line for line in jobs.logs("allreduce-launcher").splitlines() if line.startswith("rank "))
+    log = jobs.logs("allreduce-launcher").splitlines()
+    lines = sorted(line for line in log if line.startswith("rank "))
     # Each rank ran in its worker pod (HOSTNAME is the pod's), and the allreduce summed 1 + 2.
     assert lines == ["rank 0/2 pod=allreduce-worker-0 sum=3", "rank 1/2 pod=allreduce-worker-1 sum=3"]
     # Open MPI's session tree is the launcher's own, not the node's shared /tmp where two jobs can
     # meet (its name comes from 16 bits of mpirun's pid)
     uid = jobs.core.read_namespaced_pod("allreduce-launcher", test_namespace).metadata.uid
-    sessions = [line.split()[1] for line in jobs.logs("allreduce-launcher").splitlines() if line.startswith("session ")]
+    sessions = [line.split()[1] for line in log if line.startswith("session ")]
     assert len(sessions) == 2 and all(s.startswith(f"/tmp/ompi-{uid}/") for s in sessions), sessions
     config = jobs.core.read_namespaced_config_map("allreduce-config", test_namespace)
     hosts = [line.split()[0] for line in config.data["hostfile"].splitlines()]

@@ -56,6 +56,7 @@ HOSTFILE = "hostfile"
 KUBEXEC = "kubexec.sh"
 DISCOVER_HOSTS = "discover_hosts.sh"
 KUBECTL_DELIVERY_NAME = "kubectl-delivery"
+RSH_AGENT_ENV = "OMPI_MCA_plm_rsh_agent"  # how mpirun reaches the workers: set on a launcher only
 KUBECTL_DELIVERY_IMAGE = "kubeflow/kubectl-delivery:latest"
 # OpenMPI as root in a sandbox, reaching "remote" pods over loopback only; without the pins ORTE
 # sometimes picks another interface and its daemons fail to call back.
@@ -216,7 +217,7 @@ class MPIPlugin(FrameworkPlugin):
         if rtype != LAUNCHER or pod is None or not pod.containers or pod.containers[0].name != container_name:
             return []
         out = [
-            env("OMPI_MCA_plm_rsh_agent", f"{CONFIG_MOUNT_PATH}/{KUBEXEC}"),
+            env(RSH_AGENT_ENV, f"{CONFIG_MOUNT_PATH}/{KUBEXEC}"),
             env("OMPI_MCA_orte_default_hostfile", f"{CONFIG_MOUNT_PATH}/{HOSTFILE}"),
         ]
         if not is_gpu_launcher(job):

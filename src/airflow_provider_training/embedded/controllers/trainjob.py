@@ -47,7 +47,7 @@ from airflow_provider_training.embedded.runtime import ControllerContext, For, O
 from airflow_provider_training.embedded.store import AlreadyExistsError, ConflictError, WatchEvent
 from airflow_provider_training.embedded.trainerruntimes import snapshot_runtime
 from airflow_provider_training.embedded.workloads import trainer_initializer
-from airflow_provider_training.frameworks.mpi import LOCAL_PROCESS_ENV
+from airflow_provider_training.frameworks.mpi import LOCAL_PROCESS_ENV, RSH_AGENT_ENV
 from airflow_provider_training.frameworks.trainer import BuildError, StatusServer, admission, build, new_ssh_key
 from airflow_provider_training.frameworks.trainer.status import finished, reconcile_status, set_condition
 from airflow_provider_training.specs.annotations import WORKING_DIR_ANNOTATION
@@ -328,7 +328,7 @@ class TrainJobPass:
                 if str((container.get("command") or [""])[0]).endswith("/sshd"):
                     container["command"] = [sys.executable, "-c", "import signal; signal.pause()"]
                     container.pop("args", None)
-                extra = {**MPI_ENV, "OMPI_MCA_plm_rsh_agent": str(agent), MPI_NAMESPACE_ENV: self.namespace}
+                extra = {**MPI_ENV, RSH_AGENT_ENV: str(agent), MPI_NAMESPACE_ENV: self.namespace}
                 env = [e for e in container.get("env") or [] if e.get("name") not in extra]
                 container["env"] = env + [{"name": k, "value": v} for k, v in extra.items()]
 

@@ -492,7 +492,7 @@ def build(
         env.update(inclusterconfig.service_env(ctx.home))
         env.update(kind_env)
         env.update(environment(ctx, pod, container))
-        if MPI_AGENT_ENV in env and MPI_TMPDIR_ENV not in env:
+        if mpi.RSH_AGENT_ENV in env and MPI_TMPDIR_ENV not in env:
             # A cluster's pods have a /tmp each; these share the node's. Open MPI names its session
             # tree after mpirun's job family (16 bits of its pid), so two launchers can meet in one
             # tree, one removing it while the other's orted fills it ("mkdir ... File exists"). A
@@ -637,7 +637,6 @@ def deliver_kubectl(directory: Path, node_dir: Path, namespace: str) -> None:
     target.chmod(0o755)
 
 
-MPI_AGENT_ENV = "OMPI_MCA_plm_rsh_agent"  # set on an MPI launcher only
 MPI_TMPDIR_ENV = "OMPI_MCA_orte_tmpdir_base"
 
 
@@ -663,6 +662,6 @@ def launches_mpi(spec: dict[str, Any]) -> bool:
             continue
         if container.get("name") == mpi.KUBECTL_DELIVERY_NAME:
             return True
-        if any(isinstance(e, dict) and e.get("name") == MPI_AGENT_ENV for e in container.get("env") or []):
+        if any(isinstance(e, dict) and e.get("name") == mpi.RSH_AGENT_ENV for e in container.get("env") or []):
             return True
     return False
